@@ -1,0 +1,1 @@
+"""nestling daemon: models, speculative engine, tree policy, syntax context, service, CLI."""

@@ -1,0 +1,269 @@
+"""The EAGLE-1/2 draft head: fc over [token embedding ; target feature], one decoder layer, the target's lm_head.
+
+Checkpoint layout (the published EAGLE one, so public heads for Llama/Qwen2 targets load unchanged):
+a folder with `config.json` (a transformers config of the target's family, `num_hidden_layers: 1`)
+and `model.safetensors` or `pytorch_model.bin` holding `fc.weight` [H, 2H] (+ `fc.bias`) and
+`layers.0.*` (attention, MLP, `post_attention_layernorm`; layer 0 has no `input_layernorm`, as in
+EAGLE, unless the checkpoint carries one). `embed_tokens.weight` may be present and is ignored: the
+head always uses the target's embedding. Optional reduced draft vocabulary (EAGLE-3 convention):
+`d2t` [Vd] int64 offsets, target_id = draft_id + d2t[draft_id], and `draft_vocab_size` in the config;
+its lm_head rows are the target's own rows unless the checkpoint has `lm_head.weight` [Vd, H].
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .errors import HeadLoadError
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def _family_classes(config) -> tuple[type, type]:
+    """(decoder layer class, rotary embedding class) of the transformers family of `config`."""
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    try:
+        model_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    except KeyError:
+        raise HeadLoadError(f"no causal LM family for model_type {config.model_type!r}") from None
+    module = sys.modules[model_cls.__module__]
+    layer = [getattr(module, n) for n in dir(module) if n.endswith("DecoderLayer")]
+    rotary = [getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding")]
+    if len(layer) != 1 or not rotary:
+        raise HeadLoadError(f"model family {config.model_type!r} has no single decoder layer class to build a head from")
+    return layer[0], rotary[0]
+
+
+def head_config_from_target(target_config) -> object:
+    """A one-layer config of the target's family, the shape a new head takes."""
+    config = target_config.__class__.from_dict(target_config.to_dict())
+    config.num_hidden_layers = 1
+    config.layer_types = ["full_attention"] if hasattr(config, "layer_types") else None
+    config._attn_implementation = "sdpa"
+    return config
+
+
+class EagleHead(nn.Module):
+    """One EAGLE head. `attach(target)` binds the target's embedding and lm_head before use."""
+
+    def __init__(
+        self,
+        config,  # transformers config of the target's family, num_hidden_layers == 1
+        fc_bias: bool = True,  # EAGLE-1/2 heads carry an fc bias
+        input_norm: bool = False,  # EAGLE layer 0 has no input_layernorm
+        draft_to_target: torch.Tensor | None = None,  # [Vd] int64 target id of each draft id (None = full vocab)
+        own_lm_head: bool = False,  # True when the checkpoint has its own lm_head [Vd, H]
+    ):
+        super().__init__()
+        config._attn_implementation = "sdpa"
+        self.config = config
+        hidden = config.hidden_size
+        layer_cls, rotary_cls = _family_classes(config)
+        self.fc = nn.Linear(2 * hidden, hidden, bias=fc_bias)
+        self.layers = nn.ModuleList([layer_cls(config, 0)])
+        if not input_norm:
+            self.layers[0].input_layernorm = nn.Identity()
+        self.rotary = rotary_cls(config=config)
+        self.register_buffer("draft_to_target", draft_to_target, persistent=False)
+        self.lm_head = nn.Linear(hidden, int(draft_to_target.numel()), bias=False) if own_lm_head else None
+        params = inspect.signature(self.layers[0].forward).parameters
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        self._target_embed: nn.Module | None = None
+        self._draft_lm_weight: torch.Tensor | None = None
+
+    @property
+    def input_norm(self) -> bool:
+        return not isinstance(self.layers[0].input_layernorm, nn.Identity)
+
+    @property
+    def draft_vocab_size(self) -> int:
+        return self.config.vocab_size if self.draft_to_target is None else int(self.draft_to_target.numel())
+
+    def attach(self, target) -> "EagleHead":
+        """Bind the target's embedding and lm_head rows; move to the target's device and dtype."""
+        if target.config.hidden_size != self.config.hidden_size:
+            raise HeadLoadError(
+                f"head hidden_size {self.config.hidden_size} does not match the target's {target.config.hidden_size}"
+            )
+        vocab = target.config.vocab_size
+        if self.draft_to_target is not None and int(self.draft_to_target.max()) >= vocab:
+            raise HeadLoadError(f"head draft vocabulary maps to token ids beyond the target's vocabulary ({vocab})")
+        self.to(device=target.device, dtype=target.dtype)
+        if self.draft_to_target is not None:
+            self.draft_to_target = self.draft_to_target.to(target.device)
+        object.__setattr__(self, "_target_embed", target.embed_tokens)
+        weight = target.lm_head.weight
+        if self.lm_head is not None:
+            draft_weight = self.lm_head.weight
+        elif self.draft_to_target is not None:
+            draft_weight = weight.detach().index_select(0, self.draft_to_target).contiguous()
+        else:
+            draft_weight = weight
+        object.__setattr__(self, "_draft_lm_weight", draft_weight)
+        return self
+
+    def forward(
+        self,
+        features: torch.Tensor,  # [1, n, H] target features (or the head's own outputs while drafting)
+        token_ids: torch.Tensor,  # [1, n] int64 target ids of the token that follows each feature
+        position_ids: torch.Tensor,  # [1, n] int64
+        attention_mask: torch.Tensor | None,  # [1, 1, n, past + n] additive float mask (None only when n == 1)
+        cache=None,  # a one-layer transformers Cache, extended in place
+    ) -> torch.Tensor:
+        """Returns the head's hidden states [1, n, H] (its estimate of the next target features)."""
+        if self._target_embed is None:
+            raise RuntimeError("EagleHead.attach(target) must be called before use")
+        embeds = self._target_embed(token_ids).to(features.dtype)
+        hidden = self.fc(torch.cat((embeds, features), dim=-1))
+        position_embeddings = self.rotary(hidden, position_ids)
+        return self.layers[0](
+            hidden,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            position_embeddings=position_embeddings,
+            use_cache=cache is not None,
+            **{self._cache_kwarg: cache},
+        )
+
+    def draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits over the draft vocabulary, float32: [..., Vd]."""
+        return torch.nn.functional.linear(hidden, self._draft_lm_weight).float()
+
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        return draft_ids if self.draft_to_target is None else self.draft_to_target[draft_ids]
+
+    # ---- checkpoint layout ------------------------------------------------------------------------
+
+    def checkpoint_state(self) -> dict[str, torch.Tensor]:
+        """The tensors saved in the EAGLE layout."""
+        state = {k: v for k, v in self.state_dict().items() if not k.startswith("rotary.")}
+        if self.draft_to_target is not None:
+            ids = self.draft_to_target.cpu()
+            state["d2t"] = ids - torch.arange(ids.numel())
+        return {k: v.detach().contiguous().cpu() for k, v in state.items()}
+
+
+def new_head(target_config, draft_to_target: torch.Tensor | None = None) -> EagleHead:
+    """A fresh head for a target with `target_config`, EAGLE-2 layout."""
+    return EagleHead(head_config_from_target(target_config), draft_to_target=draft_to_target)
+
+
+def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None) -> Path:
+    """Write `config.json` and `model.safetensors` in the EAGLE layout."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = head.config.to_dict()
+    config.update(num_hidden_layers=1, bias=head.fc.bias is not None)
+    if head.draft_to_target is not None:
+        config["draft_vocab_size"] = head.draft_vocab_size
+    config.update(extra_config or {})
+    state = head.checkpoint_state()
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    return folder
+
+
+def _read_state(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path))
+        return torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_config(folder: Path):
+    from transformers import AutoConfig
+
+    path = folder / "config.json"
+    if not path.is_file():
+        raise HeadLoadError(f"{path}: missing (an EAGLE head folder needs config.json and its weights)")
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HeadLoadError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise HeadLoadError(f"{path}: expected a JSON object")
+    model_type = raw.get("model_type") or _model_type_from_architectures(raw.get("architectures") or [])
+    if model_type is None:
+        raise HeadLoadError(f"{path}: neither model_type nor a known architecture is given")
+    known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map")}
+    try:
+        config = AutoConfig.for_model(model_type, **known)
+    except Exception as exc:
+        raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({exc})") from exc
+    config.num_hidden_layers = 1
+    if hasattr(config, "layer_types"):
+        config.layer_types = ["full_attention"]
+    return config, raw
+
+
+def _model_type_from_architectures(architectures: list[str]) -> str | None:
+    for arch in architectures:
+        lowered = arch.lower()
+        for family in ("qwen2", "llama", "mistral"):
+            if lowered.startswith(family):
+                return family
+    return None
+
+
+def load_head(folder: str | Path, target=None) -> EagleHead:
+    """Load an EAGLE head folder; with `target`, check it fits and attach it."""
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise HeadLoadError(f"{folder}: no such head folder")
+    config, raw = _read_config(folder)
+    weights = next((folder / name for name in WEIGHT_FILES if (folder / name).is_file()), None)
+    if weights is None:
+        raise HeadLoadError(f"{folder}: no head weights (expected one of {', '.join(WEIGHT_FILES)})")
+    state = _read_state(weights)
+    if any(k.startswith("midlayer.") for k in state):
+        raise HeadLoadError(f"{weights}: an EAGLE-3 checkpoint (midlayer.*); nestling loads EAGLE-1/2 heads")
+    for required in ("fc.weight", "layers.0.self_attn.q_proj.weight"):
+        if required not in state:
+            raise HeadLoadError(f"{weights}: missing tensor {required!r}; not an EAGLE head checkpoint")
+    hidden = config.hidden_size
+    if tuple(state["fc.weight"].shape) != (hidden, 2 * hidden):
+        raise HeadLoadError(
+            f"{weights}: fc.weight has shape {tuple(state['fc.weight'].shape)}, "
+            f"expected {(hidden, 2 * hidden)} for hidden_size {hidden} in config.json"
+        )
+    draft_to_target = None
+    if "d2t" in state:
+        offsets = state.pop("d2t").to(torch.long)
+        draft_to_target = offsets + torch.arange(offsets.numel())
+    state.pop("t2d", None)
+    state.pop("embed_tokens.weight", None)
+    head = EagleHead(
+        config,
+        fc_bias="fc.bias" in state,
+        input_norm="layers.0.input_layernorm.weight" in state,
+        draft_to_target=draft_to_target,
+        own_lm_head="lm_head.weight" in state and draft_to_target is not None,
+    )
+    if head.lm_head is None:
+        state.pop("lm_head.weight", None)
+    expected = {k: v for k, v in head.state_dict().items() if not k.startswith("rotary.")}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise HeadLoadError(f"{weights}: tensors do not match the head layout (missing {missing}, unexpected {unexpected})")
+    for key, tensor in expected.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise HeadLoadError(
+                f"{weights}: {key} has shape {tuple(state[key].shape)}, the config implies {tuple(tensor.shape)}"
+            )
+    head.load_state_dict(state, strict=False)
+    head.eval()
+    return head.attach(target) if target is not None else head

@@ -1,0 +1,224 @@
+"""The target model: loading (embedded default, Hugging Face folder, GGUF file), device/dtype, one forward.
+
+The forward goes through the model's public modules (its decoder, then its lm_head), with an explicit
+4D attention mask and position ids when a draft tree is verified: no patched model files, and never
+`trust_remote_code`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .errors import ModelLoadError
+
+# Special tokens of the FIM format a model family understands.
+QWEN_FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
+QWEN_STOP_IDS = (151643, 151645)  # <|endoftext|>, <|im_end|>
+
+
+def resolve_device(requested: str | None = None) -> torch.device:
+    """CUDA if present (or the device asked for), else CPU."""
+    if requested:
+        device = torch.device(requested)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError(f"device {requested!r} was asked for but CUDA is not available")
+        return device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def cpu_supports_bfloat16() -> bool:
+    """True when the CPU has native bfloat16 arithmetic (AVX512-BF16 or AMX on x86, or Arm BF16)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine() == "arm64"  # Apple silicon
+    return any(flag in flags for flag in (" avx512_bf16", " amx_bf16", " bf16"))
+
+
+def resolve_dtype(device: torch.device, requested: str | None = None) -> torch.dtype:
+    """bfloat16 where the hardware supports it, else float32; `requested` ('float32', 'bfloat16', 'float16') wins."""
+    if requested:
+        names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+                 "float16": torch.float16, "fp16": torch.float16}
+        if requested not in names:
+            raise ModelLoadError(f"unknown dtype {requested!r} (use float32, bfloat16 or float16)")
+        return names[requested]
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if cpu_supports_bfloat16() else torch.float32
+
+
+@dataclass
+class TargetModel:
+    """A causal LM ready for speculative decoding: the forward returns features and logits together."""
+
+    model: torch.nn.Module  # a transformers *ForCausalLM
+    tokenizer: object | None  # a transformers tokenizer (None for tiny test models)
+    name: str  # what the user asked for, for stats and errors
+    stop_token_ids: tuple[int, ...] = ()  # generation stops at any of these
+    fim_tokens: tuple[str, str, str] | None = None  # (prefix, suffix, middle) markers, if the model has them
+    _cache_kwarg: str = field(init=False, default="cache")
+
+    def __post_init__(self) -> None:
+        self.model.eval()
+        params = inspect.signature(self.decoder.forward).parameters
+        # transformers renamed `past_key_values` to `cache` in 5.x; speak whichever this version takes.
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def decoder(self) -> torch.nn.Module:
+        return self.model.get_decoder()
+
+    @property
+    def lm_head(self) -> torch.nn.Module:
+        return self.model.get_output_embeddings()
+
+    @property
+    def embed_tokens(self) -> torch.nn.Module:
+        return self.model.get_input_embeddings()
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed_tokens.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed_tokens.weight.dtype
+
+    @torch.no_grad()
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [1, n] int64
+        position_ids: torch.Tensor,  # [1, n] int64
+        cache,  # transformers Cache holding the committed prefix; extended in place by n entries
+        attention_mask: torch.Tensor | None = None,  # [1, 1, n, past + n] float additive mask; None = causal
+        logits_for: torch.Tensor | slice | None = None,  # which of the n positions need logits (default all)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (features [n, H]: the input of the lm_head, logits [m, V] float32 for `logits_for`)."""
+        out = self.decoder(
+            input_ids=input_ids,
+            position_ids=position_ids,
+            attention_mask=attention_mask,
+            use_cache=True,
+            **{self._cache_kwarg: cache},
+        )
+        features = out.last_hidden_state[0]
+        selected = features if logits_for is None else features[logits_for]
+        logits = self.lm_head(selected).float()
+        return features, logits
+
+
+def _load_tokenizer(path: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    except Exception as exc:
+        raise ModelLoadError(f"{path}: could not load the tokenizer ({exc})") from exc
+
+
+def _check_model_dir(path: Path) -> None:
+    config_path = path / "config.json"
+    if not config_path.is_file():
+        raise ModelLoadError(f"{path}: not a model folder (no config.json)")
+    try:
+        config = json.loads(config_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{config_path}: unreadable config ({exc})") from exc
+    if "auto_map" in config:
+        # Such models need code from the folder itself; nestling never executes it.
+        raise ModelLoadError(f"{config_path}: the model needs its own code (auto_map); nestling never runs remote code")
+    weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
+    if not weights:
+        raise ModelLoadError(f"{path}: no weights (*.safetensors or pytorch_model*.bin)")
+
+
+def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+    """Load a local Hugging Face causal LM folder on `device` in `dtype` (sdpa attention, no remote code)."""
+    from transformers import AutoModelForCausalLM
+
+    _check_model_dir(path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=dtype, attn_implementation="sdpa", trust_remote_code=False, local_files_only=True
+        )
+    except Exception as exc:
+        raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
+    return model.to(device)
+
+
+def _stop_ids(model: torch.nn.Module, tokenizer) -> tuple[int, ...]:
+    ids: set[int] = set()
+    eos = getattr(model.generation_config, "eos_token_id", None) if hasattr(model, "generation_config") else None
+    for value in (eos, model.config.eos_token_id, getattr(tokenizer, "eos_token_id", None)):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    if tokenizer is not None:
+        vocab = tokenizer.get_vocab()
+        for token in ("<|endoftext|>", "<|im_end|>", "<|file_sep|>"):
+            if token in vocab:
+                ids.add(vocab[token])
+    return tuple(sorted(ids))
+
+
+def _fim_tokens(tokenizer) -> tuple[str, str, str] | None:
+    if tokenizer is None:
+        return None
+    vocab = tokenizer.get_vocab()
+    return QWEN_FIM if all(t in vocab for t in QWEN_FIM) else None
+
+
+def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Path]:
+    """(display name, Hugging Face folder) for --model: None/embedded name, a folder, or a .gguf file."""
+    from .default_model import DEFAULT_MODEL, EMBEDDED_MODELS, ensure_embedded_model
+    from .gguf_convert import convert_gguf
+    from .paths import cache_dir
+
+    if spec is None or spec in EMBEDDED_MODELS:
+        name = spec or DEFAULT_MODEL
+        return name, ensure_embedded_model(name, progress=progress)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise ModelLoadError(
+            f"--model {spec!r}: no such file or folder (give a local Hugging Face folder, a .gguf file, "
+            f"or one of the embedded models: {', '.join(EMBEDDED_MODELS)})"
+        )
+    if path.is_file() and path.suffix == ".gguf":
+        stat = path.stat()
+        converted = cache_dir() / "models" / f"{path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+        if not (converted / "model.safetensors").is_file():
+            convert_gguf(path, converted, progress=progress)
+        return path.name, converted
+    if path.is_dir():
+        return path.name, path
+    raise ModelLoadError(f"--model {spec!r}: expected a model folder or a .gguf file")
+
+
+def load_target(
+    spec: str | None = None, device: str | None = None, dtype: str | None = None, progress: bool = True
+) -> TargetModel:
+    """Load the target named by --model (None = the embedded default) on the best device and dtype."""
+    name, path = resolve_model_path(spec, progress=progress)
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(torch_device, dtype)
+    model = load_hf_model(path, torch_device, torch_dtype)
+    tokenizer = _load_tokenizer(path)
+    return TargetModel(
+        model=model,
+        tokenizer=tokenizer,
+        name=name,
+        stop_token_ids=_stop_ids(model, tokenizer),
+        fim_tokens=_fim_tokens(tokenizer),
+    )

@@ -1,0 +1,191 @@
+"""The decode loop: prefill, then { draft -> verify -> accept -> commit } until a stop rule fires.
+
+Autoregressive decoding is the same loop with a drafter that proposes the root alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import torch
+
+from ..models.kv_cache import keep_path
+from ..models.target import TargetModel
+from .accept import Acceptance, Sampling, accept_greedy, accept_sampling, target_probs
+from .drafter import Drafter, DraftInput, NoDrafter, TreeBudget
+from .sequence import SequenceState
+from .stats import Clock, GenerationStats
+from .verify import verify_tree
+
+
+@dataclass
+class StopRule:
+    """When generation ends. Checked after every step; deadline and cancel are checked between steps."""
+
+    max_new_tokens: int = 64  # output at most this many tokens
+    stop_token_ids: tuple[int, ...] = ()  # end before any of these (EOS); empty = the target's own
+    stop_strings: tuple[str, ...] = ()  # end the text before the first of these
+    deadline: float | None = None  # time.monotonic() after which no new step starts
+    cancel: threading.Event | None = None  # set by another thread to stop at the next step
+
+
+BudgetFn = Callable[[SequenceState], TreeBudget]
+
+
+class SpeculativeEngine:
+    """Runs generations of one target with drafters made by `make_drafter` (one per sequence)."""
+
+    def __init__(self, target: TargetModel, make_drafter: Callable[[], Drafter] | None = None,
+                 budget: TreeBudget | BudgetFn | None = None):
+        self.target = target
+        self.make_drafter = make_drafter or NoDrafter
+        self.budget = budget or TreeBudget()
+
+    def new_state(self) -> SequenceState:
+        return SequenceState.empty(self.target, self.make_drafter())
+
+    def generate(self, prompt: list[int], sampling: Sampling | None = None, stop: StopRule | None = None,
+                 state: SequenceState | None = None) -> "Generation":
+        """A lazy generation: iterate it for token chunks as they are accepted, or call run()."""
+        if not prompt:
+            raise ValueError("prompt must hold at least one token")
+        return Generation(self, list(prompt), sampling or Sampling(), stop or StopRule(), state or self.new_state())
+
+    def budget_for(self, state: SequenceState) -> TreeBudget:
+        return self.budget(state) if callable(self.budget) else self.budget
+
+
+@dataclass
+class Generation:
+    engine: SpeculativeEngine
+    prompt: list[int]
+    sampling: Sampling
+    stop: StopRule
+    state: SequenceState
+    tokens: list[int] = field(default_factory=list)  # output tokens, stop rules applied
+    text: str | None = None  # decoded output, cut at a stop string (None without a tokenizer)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return self._steps()
+
+    def run(self) -> "Generation":
+        for _ in self._steps():
+            pass
+        return self
+
+    # ---- the loop ---------------------------------------------------------------------------------
+
+    def _steps(self) -> Iterator[list[int]]:
+        target = self.engine.target
+        clock = Clock(target.device)
+        generator = torch.Generator().manual_seed(self.sampling.seed) if self.sampling.seed is not None else None
+        if generator is None and not self.sampling.greedy:
+            generator = torch.Generator().manual_seed(torch.seed())
+        stop_ids = set(self.stop.stop_token_ids or target.stop_token_ids)
+        root = self._prefill(clock, generator)
+        self.stats.prefill_ms = clock.since_start()
+        chunk = self._admit([root], stop_ids)
+        self.stats.first_token_ms = clock.since_start()
+        if chunk:
+            yield chunk
+        while not self.stats.stop_reason:
+            if self._interrupted():
+                break
+            tree_start = clock.now()
+            draft_input = DraftInput(
+                tokens=torch.tensor(self.state.tokens + [root], device=target.device),
+                features=self.state.features.view(),
+            )
+            tree = self.state.drafter.propose(draft_input, self.engine.budget_for(self.state))
+            verify_start = clock.now()
+            acceptance = self._verify_and_commit(tree, generator)
+            self.stats.draft_ms += verify_start - tree_start
+            self.stats.verify_ms += clock.now() - verify_start
+            self.stats.target_forwards += 1
+            self.stats.accepted_lengths.append(len(acceptance.tokens))
+            self.stats.tree_sizes.append(tree.size)
+            root = acceptance.bonus
+            chunk = self._admit(acceptance.tokens, stop_ids)
+            if chunk:
+                yield chunk
+        self.stats.new_tokens = len(self.tokens)
+        self.stats.total_ms = clock.since_start()
+
+    def _prefill(self, clock: Clock, generator: torch.Generator | None) -> int:
+        """Compute the uncached part of the prompt; returns the first output token."""
+        target, state = self.engine.target, self.state
+        reuse = min(state.common_prefix(self.prompt), len(self.prompt) - 1)
+        state.rewind(reuse)
+        self.stats.prompt_tokens = len(self.prompt)
+        self.stats.reused_tokens = reuse
+        fresh = self.prompt[reuse:]
+        ids = torch.tensor([fresh], device=target.device)
+        positions = torch.arange(reuse, len(self.prompt), device=target.device)[None]
+        mask = None
+        if len(fresh) > 1 and reuse > 0:
+            from .masks import causal_mask
+
+            mask = causal_mask(len(fresh), reuse, target.dtype, target.device)
+        features, logits = target.forward(ids, positions, state.cache, attention_mask=mask, logits_for=slice(-1, None))
+        state.tokens.extend(fresh)
+        state.features.append(features)
+        return self._pick(logits[-1], generator)
+
+    def _pick(self, logits: torch.Tensor, generator: torch.Generator | None) -> int:
+        if self.sampling.greedy:
+            return int(logits.argmax())
+        return int(torch.multinomial(target_probs(logits, self.sampling).cpu(), 1, generator=generator))
+
+    def _verify_and_commit(self, tree, generator) -> Acceptance:
+        target, state = self.engine.target, self.state
+        committed = len(state.tokens)
+        out = verify_tree(target, state.cache, tree, committed)
+        if self.sampling.greedy:
+            acceptance = accept_greedy(tree, out.logits)
+        else:
+            acceptance = accept_sampling(tree, out.logits, self.sampling, generator)
+        keep = torch.tensor([0] + acceptance.path, device=target.device)
+        keep_path(state.cache, committed, keep)
+        state.features.append(out.features.index_select(0, keep))
+        state.tokens.extend(tree.tokens.index_select(0, keep.to(tree.tokens.device)).tolist())
+        return acceptance
+
+    # ---- stop rules -------------------------------------------------------------------------------
+
+    def _interrupted(self) -> bool:
+        if self.stop.cancel is not None and self.stop.cancel.is_set():
+            self.stats.stop_reason = "cancelled"
+        elif self.stop.deadline is not None and time.monotonic() >= self.stop.deadline:
+            self.stats.stop_reason = "deadline"
+        return bool(self.stats.stop_reason)
+
+    def _admit(self, new_tokens: list[int], stop_ids: set[int]) -> list[int]:
+        """Append what the stop rules let through; sets stop_reason when one fires."""
+        admitted = []
+        for token in new_tokens:
+            if token in stop_ids:
+                self.stats.stop_reason = "eos"
+                break
+            admitted.append(token)
+            if len(self.tokens) + len(admitted) >= self.stop.max_new_tokens:
+                self.stats.stop_reason = "max_tokens"
+                break
+        self.tokens.extend(admitted)
+        tokenizer = self.engine.target.tokenizer
+        if tokenizer is not None:
+            self.text = tokenizer.decode(self.tokens, skip_special_tokens=False)
+            cut = _first_stop(self.text, self.stop.stop_strings)
+            if cut is not None:
+                self.text = self.text[:cut]
+                self.stats.stop_reason = "stop_string"
+        return admitted
+
+
+def _first_stop(text: str, stop_strings: tuple[str, ...]) -> int | None:
+    positions = [text.find(s) for s in stop_strings if s]
+    positions = [p for p in positions if p >= 0]
+    return min(positions) if positions else None

@@ -1,0 +1,60 @@
+"""Tiny random models for tests: Llama- and Qwen2-architecture targets and EAGLE heads, float32."""
+
+from __future__ import annotations
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+from nestling.daemon.models.eagle_head import EagleHead, head_config_from_target, new_head
+from nestling.daemon.models.target import TargetModel
+
+VOCAB = 96
+
+
+def tiny_config(arch: str = "qwen2", vocab: int = VOCAB, hidden: int = 32, layers: int = 2):
+    common = dict(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=False,
+        eos_token_id=vocab - 1, bos_token_id=0,
+    )
+    if arch == "qwen2":
+        return Qwen2Config(**common)
+    if arch == "llama":
+        return LlamaConfig(**common)
+    raise ValueError(arch)
+
+
+def tiny_target(arch: str = "qwen2", seed: int = 0, vocab: int = VOCAB, logit_scale: float = 4.0,
+                stop_ids: tuple[int, ...] = ()) -> TargetModel:
+    """A random float32 target; logits are scaled up so argmax ties are far apart."""
+    torch.manual_seed(seed)
+    config = tiny_config(arch, vocab)
+    config._attn_implementation = "sdpa"
+    cls = Qwen2ForCausalLM if arch == "qwen2" else LlamaForCausalLM
+    model = cls(config).float().eval()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(logit_scale)
+    return TargetModel(model=model, tokenizer=None, name=f"tiny-{arch}", stop_token_ids=stop_ids)
+
+
+def tiny_head(target: TargetModel, seed: int = 1, draft_vocab: int | None = None) -> EagleHead:
+    """A random head attached to `target` (optionally with a reduced draft vocabulary)."""
+    torch.manual_seed(seed)
+    d2t = None
+    if draft_vocab is not None:
+        d2t = torch.randperm(target.config.vocab_size)[:draft_vocab].sort().values
+    head = new_head(target.config, draft_to_target=d2t).float()
+    return head.attach(target)
+
+
+def copycat_head(target: TargetModel) -> EagleHead:
+    """A head that copies the target's last layer: a random-but-informative drafter for tests."""
+    head = EagleHead(head_config_from_target(target.config), input_norm=True).float()
+    last = target.model.model.layers[-1]
+    head.layers[0].load_state_dict(last.state_dict())
+    with torch.no_grad():
+        hidden = target.config.hidden_size
+        head.fc.weight.zero_()
+        head.fc.bias.zero_()
+        head.fc.weight[:, :hidden] = torch.eye(hidden)
+    return head.attach(target)
