@@ -15,7 +15,7 @@ def tiny_config(arch: str = "qwen2", vocab: int = VOCAB, hidden: int = 32, layer
     common = dict(
         vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=False,
-        eos_token_id=vocab - 1, bos_token_id=0,
+        eos_token_id=vocab - 1, bos_token_id=0, initializer_range=0.1,  # large init: outputs depend on context
     )
     if arch == "qwen2":
         return Qwen2Config(**common)
@@ -24,7 +24,7 @@ def tiny_config(arch: str = "qwen2", vocab: int = VOCAB, hidden: int = 32, layer
     raise ValueError(arch)
 
 
-def tiny_target(arch: str = "qwen2", seed: int = 0, vocab: int = VOCAB, logit_scale: float = 4.0,
+def tiny_target(arch: str = "qwen2", seed: int = 0, vocab: int = VOCAB, logit_scale: float = 2.0,
                 stop_ids: tuple[int, ...] = ()) -> TargetModel:
     """A random float32 target; logits are scaled up so argmax ties are far apart."""
     torch.manual_seed(seed)
@@ -47,13 +47,13 @@ def tiny_head(target: TargetModel, seed: int = 1, draft_vocab: int | None = None
     return head.attach(target)
 
 
-def copycat_head(target: TargetModel) -> EagleHead:
-    """A head that copies the target's last layer: a random-but-informative drafter for tests."""
+def informed_head(target: TargetModel) -> EagleHead:
+    """A random-weight head that agrees with a tiny target often: the target's last layer applied to the
+    token embedding (a two-layer random model is close to that), so trees get deep accepted paths."""
     head = EagleHead(head_config_from_target(target.config), input_norm=True).float()
-    last = target.model.model.layers[-1]
-    head.layers[0].load_state_dict(last.state_dict())
+    head.layers[0].load_state_dict(target.model.model.layers[-1].state_dict())
+    hidden = target.config.hidden_size
     with torch.no_grad():
-        hidden = target.config.hidden_size
         head.fc.weight.zero_()
         head.fc.bias.zero_()
         head.fc.weight[:, :hidden] = torch.eye(hidden)

@@ -148,6 +148,9 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
     from transformers import AutoModelForCausalLM
 
     _check_model_dir(path)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed
     try:
         model = AutoModelForCausalLM.from_pretrained(
             str(path), dtype=dtype, attn_implementation="sdpa", trust_remote_code=False, local_files_only=True

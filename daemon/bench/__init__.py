@@ -1,0 +1,1 @@
+"""`nestling bench`: side-by-side measurement of decoding modes on the same prompts."""

@@ -1,0 +1,82 @@
+"""Benchmark prompts: cursor positions in source files (deterministic), or a JSONL of prompts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE_SUFFIXES = (".py", ".js", ".ts", ".tsx", ".go", ".rs", ".java", ".c", ".h", ".cc", ".cpp", ".hpp")
+
+
+@dataclass(frozen=True)
+class BenchPrompt:
+    id: str  # stable name: path:line:col or jsonl:index
+    prefix: str  # text before the cursor
+    suffix: str  # text after the cursor
+    path: str | None = None  # file name for the FIM header
+    kind: str = "jsonl"  # line_start | mid_line | jsonl
+
+
+def _files(sources: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for source in sources:
+        if source.is_dir():
+            found += sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
+        elif source.is_file():
+            found.append(source)
+        else:
+            raise ValueError(f"{source}: no such file or folder")
+    return found
+
+
+def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8) -> list[BenchPrompt]:
+    """`count` cursor positions in `path`, alternating line starts (after indentation) and mid-line,
+    chosen by a generator seeded with the file's name so every run picks the same ones."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    candidates = [i for i, line in enumerate(lines) if i >= min_prefix_lines and len(line.strip()) >= 8]
+    rng = random.Random(int(hashlib.sha256(path.name.encode()).hexdigest()[:8], 16))
+    chosen = sorted(rng.sample(candidates, min(count, len(candidates))))
+    prompts = []
+    for n, line_no in enumerate(chosen):
+        line = lines[line_no]
+        indent = len(line) - len(line.lstrip())
+        if n % 2 == 0:
+            col, kind = indent, "line_start"
+        else:
+            col, kind = rng.randint(indent + 1, max(indent + 1, len(line) - 2)), "mid_line"
+        offset = sum(len(l) + 1 for l in lines[:line_no]) + col
+        prompts.append(BenchPrompt(f"{path.name}:{line_no + 1}:{col + 1}", text[:offset], text[offset:], path.name, kind))
+    return prompts
+
+
+def load_jsonl(path: Path) -> list[BenchPrompt]:
+    """Lines of {"prefix", "suffix"?, "path"?, "id"?} or {"prompt"} (plain prefix)."""
+    prompts = []
+    for index, line in enumerate(path.read_text().splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{index + 1}: not JSON ({exc})") from exc
+        prefix = row.get("prefix", row.get("prompt"))
+        if not isinstance(prefix, str):
+            raise ValueError(f"{path}:{index + 1}: needs a string 'prefix' (or 'prompt')")
+        prompts.append(BenchPrompt(str(row.get("id", f"{path.name}:{index + 1}")), prefix, row.get("suffix", ""),
+                                   row.get("path"), row.get("kind", "jsonl")))
+    return prompts
+
+
+def collect(sources: list[Path], per_file: int, limit: int | None) -> list[BenchPrompt]:
+    prompts: list[BenchPrompt] = []
+    for path in _files([s for s in sources if s.suffix != ".jsonl"]):
+        prompts += positions_in_file(path, per_file)
+    for path in (s for s in sources if s.suffix == ".jsonl"):
+        prompts += load_jsonl(path)
+    if not prompts:
+        raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources)))
+    return prompts[:limit] if limit else prompts

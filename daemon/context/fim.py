@@ -1,0 +1,87 @@
+"""Fill-in-the-middle prompts: the text around the cursor, cut at line boundaries to token budgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A token rarely spans more than this many characters; bounds the text tokenized for a budget.
+_CHARS_PER_TOKEN_BOUND = 16
+
+
+@dataclass(frozen=True)
+class FimBudget:
+    """How much context around the cursor goes into the prompt."""
+
+    prefix_tokens: int = 1536  # tokens of text before the cursor, at most
+    suffix_tokens: int = 512  # tokens of text after the cursor, at most
+    path_header: bool = False  # put the file path first (<|file_sep|>path) where the model has the marker; off: it made the 0.5B Instruct model answer with markdown
+
+
+@dataclass(frozen=True)
+class FimPrompt:
+    token_ids: list[int]  # the whole prompt
+    prefix: str  # the text before the cursor that made it in
+    suffix: str  # the text after the cursor that made it in
+
+
+def split_at(text: str, line: int, column: int) -> tuple[str, str]:
+    """(prefix, suffix) of `text` at 0-based `line` and `column` (in characters); ValueError if out of range."""
+    lines = text.split("\n")
+    if line < 0 or line >= len(lines):
+        raise ValueError(f"line {line + 1} is outside the document (it has {len(lines)} lines)")
+    if column < 0 or column > len(lines[line]):
+        raise ValueError(f"column {column + 1} is past the end of line {line + 1} (it has {len(lines[line])} characters)")
+    offset = sum(len(l) + 1 for l in lines[:line]) + column
+    return text[:offset], text[offset:]
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+
+
+def _keep_tail(tokenizer, text: str, budget: int) -> str:
+    """The longest tail of `text` that fits in `budget` tokens, starting at a line start when it can."""
+    if budget <= 0 or not text:
+        return ""
+    window = text[-budget * _CHARS_PER_TOKEN_BOUND :]
+    ids = _encode(tokenizer, window)
+    if len(ids) <= budget and len(window) == len(text):
+        return text
+    start = len(window) - len(tokenizer.decode(ids[-budget:])) if len(ids) > budget else 0
+    newline = window.find("\n", start)
+    return window[newline + 1 :] if newline >= 0 else window[start:]
+
+
+def _keep_head(tokenizer, text: str, budget: int) -> str:
+    """The longest head of `text` that fits in `budget` tokens, ending at a line end when it can."""
+    if budget <= 0 or not text:
+        return ""
+    window = text[: budget * _CHARS_PER_TOKEN_BOUND]
+    ids = _encode(tokenizer, window)
+    if len(ids) <= budget and len(window) == len(text):
+        return text
+    end = len(tokenizer.decode(ids[:budget])) if len(ids) > budget else len(window)
+    newline = window.rfind("\n", 0, end)
+    return window[: newline + 1] if newline >= 0 else window[:end]
+
+
+def build_fim_prompt(
+    tokenizer,
+    fim_tokens: tuple[str, str, str] | None,
+    prefix: str,
+    suffix: str,
+    path: str | None = None,
+    budget: FimBudget = FimBudget(),
+) -> FimPrompt:
+    """The FIM prompt for a cursor between `prefix` and `suffix` (plain prefix completion without FIM tokens)."""
+    kept_prefix = _keep_tail(tokenizer, prefix, budget.prefix_tokens)
+    kept_suffix = _keep_head(tokenizer, suffix, budget.suffix_tokens)
+    if fim_tokens is None:
+        return FimPrompt(token_ids=_encode(tokenizer, kept_prefix), prefix=kept_prefix, suffix="")
+    pre, suf, mid = (tokenizer.convert_tokens_to_ids(t) for t in fim_tokens)
+    ids: list[int] = []
+    vocab = tokenizer.get_vocab()
+    if budget.path_header and path and "<|file_sep|>" in vocab:
+        ids += [vocab["<|file_sep|>"]] + _encode(tokenizer, path + "\n")
+    ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix) + [mid]
+    return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix)
