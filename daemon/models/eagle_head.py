@@ -198,7 +198,8 @@ def _read_config(folder: Path):
     model_type = raw.get("model_type") or _model_type_from_architectures(raw.get("architectures") or [])
     if model_type is None:
         raise HeadLoadError(f"{path}: neither model_type nor a known architecture is given")
-    known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map")}
+    known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types")}
+    known["num_hidden_layers"] = 1
     try:
         config = AutoConfig.for_model(model_type, **known)
     except Exception as exc:

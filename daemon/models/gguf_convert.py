@@ -103,7 +103,7 @@ def _unpermute_llama_qk(weight: np.ndarray, heads: int) -> np.ndarray:
 def _dequantized(tensor) -> np.ndarray:
     from gguf import quants
 
-    return np.asarray(quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+    return np.array(quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)  # a writable copy
 
 
 def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bfloat16, progress: bool = True) -> Path:

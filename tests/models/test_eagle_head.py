@@ -1,0 +1,100 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from nestling.daemon.models.eagle_head import load_head, new_head, save_head
+from nestling.daemon.models.errors import HeadLoadError
+from tiny import tiny_head, tiny_target
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tiny_target("qwen2")
+
+
+def head_outputs(head, target):
+    features = torch.randn(1, 5, target.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    from nestling.daemon.speculative.masks import causal_mask
+    with torch.no_grad():
+        hidden = head(features, ids, torch.arange(5)[None], causal_mask(5, 0, torch.float32, torch.device("cpu")))
+        return head.draft_logits(hidden)
+
+
+@pytest.mark.parametrize("draft_vocab", [None, 40])
+def test_round_trip_keeps_every_weight_and_the_draft_vocabulary(tmp_path, target, draft_vocab):
+    head = tiny_head(target, draft_vocab=draft_vocab)
+    save_head(head, tmp_path / "head")
+    loaded = load_head(tmp_path / "head", target)
+    assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
+    if draft_vocab:
+        assert torch.equal(loaded.draft_to_target, head.draft_to_target)
+
+
+def test_published_eagle_layout_loads(tmp_path, target):
+    """pytorch_model.bin, Llama-style config with architectures only, embed_tokens present, no input norm."""
+    head = tiny_head(target)
+    state = head.checkpoint_state()
+    state["embed_tokens.weight"] = torch.zeros(target.config.vocab_size, target.config.hidden_size)
+    folder = tmp_path / "published"
+    folder.mkdir()
+    torch.save(state, folder / "pytorch_model.bin")
+    config = target.config.to_dict()
+    config.pop("model_type")
+    config.update(architectures=["Qwen2ForCausalLM"], num_hidden_layers=1)
+    (folder / "config.json").write_text(json.dumps(config))
+    loaded = load_head(folder, target)
+    assert not loaded.input_norm
+    assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
+
+
+def test_missing_folder(tmp_path, target):
+    with pytest.raises(HeadLoadError, match="no such head folder"):
+        load_head(tmp_path / "nope", target)
+
+
+def test_missing_weights_and_config(tmp_path, target):
+    folder = tmp_path / "h"
+    folder.mkdir()
+    with pytest.raises(HeadLoadError, match="config.json: missing"):
+        load_head(folder, target)
+    (folder / "config.json").write_text(json.dumps(target.config.to_dict()))
+    with pytest.raises(HeadLoadError, match="no head weights"):
+        load_head(folder, target)
+
+
+def test_corrupt_files_are_named(tmp_path, target):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    (folder / "model.safetensors").write_bytes(b"\x00\x01 not a safetensors file")
+    with pytest.raises(HeadLoadError, match="model.safetensors: corrupt"):
+        load_head(folder, target)
+    (folder / "config.json").write_text("{ not json")
+    with pytest.raises(HeadLoadError, match="config.json: not valid JSON"):
+        load_head(folder, target)
+
+
+def test_head_for_another_target_size_is_refused(tmp_path, target):
+    other = tiny_target("qwen2")
+    other.model.config.hidden_size = 64  # pretend: a different target
+    folder = save_head(new_head(other.config), tmp_path / "wide")
+    with pytest.raises(HeadLoadError, match="hidden_size 64 does not match the target's 32"):
+        load_head(folder, target)
+
+
+def test_wrong_tensor_shape_names_the_tensor(tmp_path, target):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    from safetensors.torch import load_file
+    state = load_file(str(folder / "model.safetensors"))
+    state["layers.0.mlp.up_proj.weight"] = torch.zeros(3, 3)
+    save_file(state, str(folder / "model.safetensors"))
+    with pytest.raises(HeadLoadError, match="layers.0.mlp.up_proj.weight has shape"):
+        load_head(folder, target)
+
+
+def test_eagle3_checkpoints_are_refused_clearly(tmp_path, target):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    save_file({"midlayer.self_attn.q_proj.weight": torch.zeros(2, 2)}, str(folder / "model.safetensors"))
+    with pytest.raises(HeadLoadError, match="EAGLE-3"):
+        load_head(folder, target)

@@ -1,0 +1,106 @@
+import threading
+import time
+
+import pytest
+import torch
+
+from nestling.daemon.models.kv_cache import new_cache
+from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
+from nestling.daemon.speculative.eagle_drafter import EagleDrafter
+from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from tiny import informed_head, tiny_target
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tiny_target("qwen2")
+
+
+@pytest.fixture(scope="module")
+def spec(target):
+    head = informed_head(target)
+    return SpeculativeEngine(target, lambda: EagleDrafter(head), TreeBudget(top_k=4, depth=5, total_tokens=16))
+
+
+PROMPT = [3, 14, 15, 9, 26, 5, 35]
+
+
+def test_kv_cache_after_accepts_equals_a_fresh_prefill(target, spec):
+    generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=40)).run()
+    assert sum(n > 1 for n in generation.stats.accepted_lengths) >= 3  # multi-token paths were committed
+    state = generation.state
+    fresh = new_cache(target.config)
+    ids = torch.tensor([state.tokens])
+    features, _ = target.forward(ids, torch.arange(ids.shape[1])[None], fresh)
+    for kept, ref in zip(state.cache.layers, fresh.layers):
+        assert kept.keys.shape == ref.keys.shape
+        torch.testing.assert_close(kept.keys, ref.keys, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(kept.values, ref.values, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(state.features.view(), features, atol=1e-4, rtol=1e-4)
+
+
+def test_committed_tokens_are_the_prompt_then_the_output(spec):
+    generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=25)).run()
+    # every output token but the newest (the next root) is committed
+    assert generation.state.tokens == PROMPT + generation.tokens[:-1]
+
+
+def test_cancel_stops_within_one_step(spec):
+    cancel = threading.Event()
+    generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=200, stop_token_ids=(-1,), cancel=cancel))
+    forwards_at_cancel = None
+    for chunk in generation:
+        if generation.stats.target_forwards == 2:
+            cancel.set()
+            forwards_at_cancel = generation.stats.target_forwards
+    assert generation.stats.stop_reason == "cancelled"
+    assert generation.stats.target_forwards == forwards_at_cancel
+
+
+def test_cancel_from_another_thread(spec):
+    cancel = threading.Event()
+    generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=100000, stop_token_ids=(-1,), cancel=cancel))
+    timer = threading.Timer(0.2, cancel.set)
+    timer.start()
+    generation.run()
+    timer.join()
+    assert generation.stats.stop_reason == "cancelled"
+    assert len(generation.tokens) < 100000
+
+
+def test_deadline_stops_generation(spec):
+    generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=100000, stop_token_ids=(-1,),
+                                                     deadline=time.monotonic() + 0.2)).run()
+    assert generation.stats.stop_reason == "deadline"
+
+
+def test_max_tokens_is_exact(spec):
+    for n in (1, 2, 7, 13):
+        generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=n, stop_token_ids=(-1,))).run()
+        assert len(generation.tokens) == n and generation.stats.stop_reason == "max_tokens"
+
+
+def test_eos_ends_generation_before_the_eos_token(target, spec):
+    ar = SpeculativeEngine(target, NoDrafter)
+    reference = ar.generate(PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run().tokens
+    eos = reference[5]
+    for engine in (ar, spec):
+        generation = engine.generate(PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(eos,))).run()
+        assert generation.tokens == reference[: reference.index(eos)]
+        assert generation.stats.stop_reason == "eos"
+
+
+def test_prefix_reuse_gives_the_same_output_as_a_fresh_state(target, spec):
+    state = spec.new_state()
+    first = spec.generate(PROMPT + [40, 41], stop=StopRule(max_new_tokens=20), state=state).run()
+    edited = PROMPT + [40, 42, 43]
+    reused = spec.generate(edited, stop=StopRule(max_new_tokens=20), state=state).run()
+    fresh = spec.generate(edited, stop=StopRule(max_new_tokens=20)).run()
+    assert reused.stats.reused_tokens == len(PROMPT) + 1
+    assert reused.tokens == fresh.tokens
+    assert first.tokens  # the first request ran normally
+
+
+def test_an_empty_prompt_is_refused(spec):
+    with pytest.raises(ValueError):
+        spec.generate([])
