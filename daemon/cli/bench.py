@@ -16,8 +16,9 @@ DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "bench" / "data"
 def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("bench", help="measure AR vs speculative decoding side by side")
     p.add_argument("sources", nargs="*", type=Path,
-                   help="source files/folders (cursor positions are picked deterministically) or .jsonl prompt "
-                        f"files (default: the held-out set in {DEFAULT_PROMPTS})")
+                   help="source files/folders (cursor positions are picked deterministically), .jsonl prompt "
+                        "files, or 'humaneval' (HumanEval's prompts; needs nestling[bench]); "
+                        f"default: the held-out files in {DEFAULT_PROMPTS}")
     p.add_argument("--per-file", type=int, default=4, help="cursor positions per source file (default 4)")
     p.add_argument("--limit", type=int, help="use at most this many prompts")
     p.add_argument("--max-tokens", type=int, default=64, help="tokens generated per prompt (default 64)")

@@ -1,0 +1,1 @@
+"""nestling.grammars (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""nestling.lsp (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""nestling.proto (see DESIGN.md)."""

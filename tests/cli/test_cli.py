@@ -1,0 +1,83 @@
+"""The CLI as a user runs it (a subprocess), on a tiny random model folder."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nestling.daemon.models.eagle_head import save_head
+from tiny import save_tiny_model_folder, tiny_head, tiny_target
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return save_tiny_model_folder(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def head_dir(tmp_path_factory, model_dir):
+    from nestling.daemon.models.target import load_target
+    target = load_target(str(model_dir), dtype="float32", progress=False)
+    return save_head(tiny_head(target), tmp_path_factory.mktemp("head") / "head")
+
+
+@pytest.fixture()
+def source(tmp_path):
+    path = tmp_path / "example.py"
+    path.write_text("import os\n\n\ndef main():\n    print(os.getcwd())\n\n\nmain()\n")
+    return path
+
+
+def nestling(*args):
+    return subprocess.run([sys.executable, "-m", "nestling.daemon.cli.main", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, source):
+    spec = nestling("complete", source, "--line", 5, "--col", 5, "--model", model_dir, "--head", head_dir,
+                    "--dtype", "float32", "--max-tokens", 12, "--json")
+    ar = nestling("complete", source, "--line", 5, "--col", 5, "--model", model_dir, "--head", head_dir,
+                  "--dtype", "float32", "--max-tokens", 12, "--json", "--mode", "ar")
+    assert spec.returncode == 0, spec.stderr
+    spec_out, ar_out = json.loads(spec.stdout), json.loads(ar.stdout)
+    assert spec_out["text"] == ar_out["text"]
+    assert {"tau", "new_tokens", "total_ms", "prefill_ms", "draft_ms", "verify_ms"} <= set(spec_out["stats"])
+    assert ar_out["stats"]["tau"] == 1.0
+
+
+def test_complete_plain_prints_text_then_stats_on_stderr(model_dir, source):
+    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--head", "none",
+                      "--max-tokens", 5)
+    assert result.returncode == 0, result.stderr
+    assert "tokens, mode spec" in result.stderr
+
+
+@pytest.mark.parametrize("line,col,message", [(99, 1, "line 99 is outside"), (1, 50, "column 50 is past the end")])
+def test_bad_positions_are_clear_errors(model_dir, source, line, col, message):
+    result = nestling("complete", source, "--line", line, "--col", col, "--model", model_dir)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def test_bad_model_and_head_paths_are_clear_errors(tmp_path, model_dir, source):
+    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", tmp_path / "nope")
+    assert result.returncode == 2 and "no such file or folder" in result.stderr
+    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--head", tmp_path / "nohead")
+    assert result.returncode == 2 and "no such head folder" in result.stderr
+
+
+def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
+    out = tmp_path / "bench.json"
+    result = nestling("bench", src, "--model", model_dir, "--head", head_dir, "--dtype", "float32",
+                      "--per-file", 3, "--max-tokens", 10, "--depth", 3, "--top-k", 3, "--total-tokens", 8,
+                      "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "identical" in result.stdout
+    report = json.loads(out.read_text())
+    modes = {m["mode"]: m for m in report["modes"]}
+    assert set(modes) == {"ar", "spec"}
+    assert modes["spec"]["identical_to_baseline"] == "3/3"
+    assert modes["spec"]["speedup_vs_baseline"] is not None
