@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -9,6 +11,7 @@ from nestling.daemon.models.eagle_head import EagleHead, head_config_from_target
 from nestling.daemon.models.target import TargetModel
 
 VOCAB = 96
+DEVICE = os.environ.get("NESTLING_TEST_DEVICE", "cpu")  # scripts/gpu-check.sh runs the engine tests on cuda
 
 
 def tiny_config(arch: str = "qwen2", vocab: int = VOCAB, hidden: int = 32, layers: int = 2):
@@ -34,6 +37,7 @@ def tiny_target(arch: str = "qwen2", seed: int = 0, vocab: int = VOCAB, logit_sc
     model = cls(config).float().eval()
     with torch.no_grad():
         model.lm_head.weight.mul_(logit_scale)
+    model.to(DEVICE)
     return TargetModel(model=model, tokenizer=None, name=f"tiny-{arch}", stop_token_ids=stop_ids)
 
 
@@ -80,10 +84,10 @@ def tiny_tokenizer(vocab: int = 320):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
 
 
-def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0):
+def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0):
     """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests."""
     tokenizer = tiny_tokenizer()
-    target = tiny_target(arch, seed=seed, vocab=len(tokenizer))
+    target = tiny_target(arch, seed=seed, vocab=len(tokenizer), logit_scale=logit_scale)
     target.model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     target.model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))

@@ -80,8 +80,9 @@ def build_fim_prompt(
         return FimPrompt(token_ids=_encode(tokenizer, kept_prefix), prefix=kept_prefix, suffix="")
     pre, suf, mid = (tokenizer.convert_tokens_to_ids(t) for t in fim_tokens)
     ids: list[int] = []
-    vocab = tokenizer.get_vocab()
-    if budget.path_header and path and "<|file_sep|>" in vocab:
-        ids += [vocab["<|file_sep|>"]] + _encode(tokenizer, path + "\n")
+    if budget.path_header and path:
+        file_sep = tokenizer.convert_tokens_to_ids("<|file_sep|>")
+        if file_sep is not None and file_sep != tokenizer.unk_token_id:
+            ids += [file_sep] + _encode(tokenizer, path + "\n")
     ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix) + [mid]
     return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix)

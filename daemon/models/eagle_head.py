@@ -141,9 +141,11 @@ class EagleHead(nn.Module):
 
     # ---- checkpoint layout ------------------------------------------------------------------------
 
-    def checkpoint_state(self) -> dict[str, torch.Tensor]:
-        """The tensors saved in the EAGLE layout."""
+    def checkpoint_state(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+        """The tensors saved in the EAGLE layout (floating ones in `dtype` if given)."""
         state = {k: v for k, v in self.state_dict().items() if not k.startswith("rotary.")}
+        if dtype is not None:
+            state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}
         if self.draft_to_target is not None:
             ids = self.draft_to_target.cpu()
             state["d2t"] = ids - torch.arange(ids.numel())
@@ -155,8 +157,9 @@ def new_head(target_config, draft_to_target: torch.Tensor | None = None) -> Eagl
     return EagleHead(head_config_from_target(target_config), draft_to_target=draft_to_target)
 
 
-def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None) -> Path:
-    """Write `config.json` and `model.safetensors` in the EAGLE layout."""
+def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None,
+              dtype: torch.dtype | None = torch.bfloat16) -> Path:
+    """Write `config.json` and `model.safetensors` in the EAGLE layout (weights in bfloat16 by default)."""
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -166,7 +169,7 @@ def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None) -
     if head.draft_to_target is not None:
         config["draft_vocab_size"] = head.draft_vocab_size
     config.update(extra_config or {})
-    state = head.checkpoint_state()
+    state = head.checkpoint_state(dtype)
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2, default=str))
     return folder

@@ -26,7 +26,7 @@ def head_outputs(head, target):
 @pytest.mark.parametrize("draft_vocab", [None, 40])
 def test_round_trip_keeps_every_weight_and_the_draft_vocabulary(tmp_path, target, draft_vocab):
     head = tiny_head(target, draft_vocab=draft_vocab)
-    save_head(head, tmp_path / "head")
+    save_head(head, tmp_path / "head", dtype=None)  # float32: bit-exact round trip
     loaded = load_head(tmp_path / "head", target)
     assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
     if draft_vocab:
@@ -98,3 +98,11 @@ def test_eagle3_checkpoints_are_refused_clearly(tmp_path, target):
     save_file({"midlayer.self_attn.q_proj.weight": torch.zeros(2, 2)}, str(folder / "model.safetensors"))
     with pytest.raises(HeadLoadError, match="EAGLE-3"):
         load_head(folder, target)
+
+
+def test_heads_are_saved_in_bfloat16_by_default(tmp_path, target):
+    from safetensors.torch import load_file
+    folder = save_head(tiny_head(target, draft_vocab=40), tmp_path / "h")
+    state = load_file(str(folder / "model.safetensors"))
+    assert state["fc.weight"].dtype == torch.bfloat16 and state["d2t"].dtype == torch.int64
+    assert load_head(folder, target).draft_vocab_size == 40

@@ -30,8 +30,8 @@ def test_kv_cache_after_accepts_equals_a_fresh_prefill(target, spec):
     assert sum(n > 1 for n in generation.stats.accepted_lengths) >= 3  # multi-token paths were committed
     state = generation.state
     fresh = new_cache(target.config)
-    ids = torch.tensor([state.tokens])
-    features, _ = target.forward(ids, torch.arange(ids.shape[1])[None], fresh)
+    ids = torch.tensor([state.tokens], device=target.device)
+    features, _ = target.forward(ids, torch.arange(ids.shape[1], device=target.device)[None], fresh)
     for kept, ref in zip(state.cache.layers, fresh.layers):
         assert kept.keys.shape == ref.keys.shape
         torch.testing.assert_close(kept.keys, ref.keys, atol=1e-4, rtol=1e-4)

@@ -21,12 +21,12 @@ SAMPLES = 2500
 def exact_two_token_distribution(target, sampling):
     """p(x1, x2 | prompt) computed from the target's full distributions."""
     with torch.no_grad():
-        first = target_probs(target.model(torch.tensor([PROMPT])).logits[0, -1], sampling)
+        first = target_probs(target.model(torch.tensor([PROMPT], device=target.device)).logits[0, -1], sampling)
         joint = {}
         for x1 in range(VOCAB):
-            second = target_probs(target.model(torch.tensor([PROMPT + [x1]])).logits[0, -1], sampling)
+            second = target_probs(target.model(torch.tensor([PROMPT + [x1]], device=target.device)).logits[0, -1], sampling)
             for x2 in range(VOCAB):
-                joint[(x1, x2)] = float(first[x1] * second[x2])
+                joint[(x1, x2)] = float(first[x1].cpu() * second[x2].cpu())
     return joint
 
 
@@ -81,7 +81,7 @@ def test_the_statistical_check_catches_a_biased_acceptance_rule(setup, monkeypat
         while children[node]:
             node = children[node][0]
             path.append(node)
-        bonus = int(torch.multinomial(target_probs(logits[node], sampling), 1, generator=generator))
+        bonus = int(torch.multinomial(target_probs(logits[node], sampling).cpu(), 1, generator=generator))
         return Acceptance(path=path, tokens=[int(tree.tokens[n]) for n in path] + [bonus], bonus=bonus)
 
     from nestling.daemon.speculative import engine as engine_module

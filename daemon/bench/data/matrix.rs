@@ -1,11 +1,10 @@
 use std::fmt;
-use std::ops::{Add, Index, IndexMut, Mul, Sub};
+use std::ops::{Add, Index, IndexMut, Mul};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum MatrixError {
     DimensionMismatch { expected: (usize, usize), found: (usize, usize) },
     NotSquare(usize, usize),
-    Singular,
 }
 
 impl fmt::Display for MatrixError {
@@ -17,7 +16,6 @@ impl fmt::Display for MatrixError {
                 expected.0, expected.1, found.0, found.1
             ),
             MatrixError::NotSquare(r, c) => write!(f, "matrix is not square ({}x{})", r, c),
-            MatrixError::Singular => write!(f, "matrix is singular"),
         }
     }
 }
@@ -166,14 +164,6 @@ impl<'a> Add<&'a Matrix> for &'a Matrix {
     }
 }
 
-impl<'a> Sub<&'a Matrix> for &'a Matrix {
-    type Output = Matrix;
-
-    fn sub(self, rhs: &'a Matrix) -> Matrix {
-        self.elementwise(rhs, |a, b| a - b)
-    }
-}
-
 impl<'a> Mul<&'a Matrix> for &'a Matrix {
     type Output = Matrix;
 
@@ -204,7 +194,6 @@ fn main() -> Result<(), MatrixError> {
     let b = Matrix::identity(2).scale(2.0);
     println!("a + b =\n{}", &a + &b);
     println!("a * b =\n{}", &a * &b);
-    println!("a^T =\n{:.1}", a.transpose());
     println!("det(a) = {}", a.determinant()?);
     Ok(())
 }

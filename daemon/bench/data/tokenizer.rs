@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::iter::Peekable;
-use std::str::Chars;
+use std::str::CharIndices;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Token {
@@ -11,10 +11,8 @@ pub enum Token {
     Minus,
     Star,
     Slash,
-    Caret,
     LParen,
     RParen,
-    Comma,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +21,6 @@ pub enum ParseError {
     UnexpectedToken(Token),
     UnexpectedEnd,
     UnknownVariable(String),
-    UnknownFunction(String),
     DivisionByZero,
 }
 
@@ -34,7 +31,6 @@ impl fmt::Display for ParseError {
             ParseError::UnexpectedToken(tok) => write!(f, "unexpected token {:?}", tok),
             ParseError::UnexpectedEnd => write!(f, "unexpected end of input"),
             ParseError::UnknownVariable(name) => write!(f, "unknown variable '{}'", name),
-            ParseError::UnknownFunction(name) => write!(f, "unknown function '{}'", name),
             ParseError::DivisionByZero => write!(f, "division by zero"),
         }
     }
@@ -42,68 +38,47 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-pub struct Lexer<'a> {
-    chars: Peekable<Chars<'a>>,
-    pos: usize,
+fn read_while<F: Fn(char) -> bool>(chars: &mut Peekable<CharIndices<'_>>, first: char, pred: F) -> String {
+    let mut buf = String::from(first);
+    while let Some(&(_, c)) = chars.peek() {
+        if !pred(c) {
+            break;
+        }
+        buf.push(c);
+        chars.next();
+    }
+    buf
 }
 
-impl<'a> Lexer<'a> {
-    pub fn new(input: &'a str) -> Self {
-        Lexer { chars: input.chars().peekable(), pos: 0 }
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let c = self.chars.next();
-        if c.is_some() {
-            self.pos += 1;
-        }
-        c
-    }
-
-    fn read_while<F: Fn(char) -> bool>(&mut self, first: char, pred: F) -> String {
-        let mut buf = String::from(first);
-        while let Some(&c) = self.chars.peek() {
-            if !pred(c) {
-                break;
+/// Splits the input into tokens, skipping whitespace.
+pub fn tokenize(input: &str) -> Result<Vec<Token>, ParseError> {
+    let mut chars = input.char_indices().peekable();
+    let mut tokens = Vec::new();
+    while let Some((pos, c)) = chars.next() {
+        let token = match c {
+            c if c.is_whitespace() => continue,
+            '+' => Token::Plus,
+            '-' => Token::Minus,
+            '*' => Token::Star,
+            '/' => Token::Slash,
+            '(' => Token::LParen,
+            ')' => Token::RParen,
+            c if c.is_ascii_digit() || c == '.' => {
+                let text = read_while(&mut chars, c, |ch| ch.is_ascii_digit() || ch == '.');
+                let value = text.parse::<f64>().map_err(|_| ParseError::UnexpectedChar(c, pos))?;
+                Token::Number(value)
             }
-            buf.push(c);
-            self.bump();
-        }
-        buf
+            c if c.is_alphabetic() || c == '_' => {
+                Token::Ident(read_while(&mut chars, c, |ch| ch.is_alphanumeric() || ch == '_'))
+            }
+            other => return Err(ParseError::UnexpectedChar(other, pos)),
+        };
+        tokens.push(token);
     }
-
-    pub fn tokenize(mut self) -> Result<Vec<Token>, ParseError> {
-        let mut tokens = Vec::new();
-        while let Some(c) = self.bump() {
-            let token = match c {
-                ' ' | '\t' | '\n' => continue,
-                '+' => Token::Plus,
-                '-' => Token::Minus,
-                '*' => Token::Star,
-                '/' => Token::Slash,
-                '^' => Token::Caret,
-                '(' => Token::LParen,
-                ')' => Token::RParen,
-                ',' => Token::Comma,
-                c if c.is_ascii_digit() || c == '.' => {
-                    let text = self.read_while(c, |ch| ch.is_ascii_digit() || ch == '.');
-                    let value = text
-                        .parse::<f64>()
-                        .map_err(|_| ParseError::UnexpectedChar(c, self.pos))?;
-                    Token::Number(value)
-                }
-                c if c.is_alphabetic() || c == '_' => {
-                    Token::Ident(self.read_while(c, |ch| ch.is_alphanumeric() || ch == '_'))
-                }
-                other => return Err(ParseError::UnexpectedChar(other, self.pos - 1)),
-            };
-            tokens.push(token);
-        }
-        Ok(tokens)
-    }
+    Ok(tokens)
 }
 
-/// Recursive-descent evaluator for arithmetic expressions with variables and functions.
+/// Recursive-descent evaluator for arithmetic expressions with variables.
 pub struct Parser<'v> {
     tokens: Vec<Token>,
     index: usize,
@@ -160,16 +135,16 @@ impl<'v> Parser<'v> {
     }
 
     fn term(&mut self) -> Result<f64, ParseError> {
-        let mut value = self.power()?;
+        let mut value = self.unary()?;
         loop {
             match self.peek() {
                 Some(Token::Star) => {
                     self.next();
-                    value *= self.power()?;
+                    value *= self.unary()?;
                 }
                 Some(Token::Slash) => {
                     self.next();
-                    let rhs = self.power()?;
+                    let rhs = self.unary()?;
                     if rhs == 0.0 {
                         return Err(ParseError::DivisionByZero);
                     }
@@ -180,28 +155,12 @@ impl<'v> Parser<'v> {
         }
     }
 
-    fn power(&mut self) -> Result<f64, ParseError> {
-        let base = self.unary()?;
-        if let Some(Token::Caret) = self.peek() {
-            self.next();
-            let exponent = self.power()?;
-            return Ok(base.powf(exponent));
-        }
-        Ok(base)
-    }
-
     fn unary(&mut self) -> Result<f64, ParseError> {
-        match self.peek() {
-            Some(Token::Minus) => {
-                self.next();
-                Ok(-self.unary()?)
-            }
-            Some(Token::Plus) => {
-                self.next();
-                self.unary()
-            }
-            _ => self.primary(),
+        if let Some(Token::Minus) = self.peek() {
+            self.next();
+            return Ok(-self.unary()?);
         }
+        self.primary()
     }
 
     fn primary(&mut self) -> Result<f64, ParseError> {
@@ -213,20 +172,7 @@ impl<'v> Parser<'v> {
                 Ok(value)
             }
             Some(Token::Ident(name)) => {
-                if let Some(Token::LParen) = self.peek() {
-                    self.next();
-                    let mut args = vec![self.expression()?];
-                    while let Some(Token::Comma) = self.peek() {
-                        self.next();
-                        args.push(self.expression()?);
-                    }
-                    self.expect(Token::RParen)?;
-                    return call_function(&name, &args);
-                }
-                self.vars
-                    .get(&name)
-                    .copied()
-                    .ok_or(ParseError::UnknownVariable(name))
+                self.vars.get(&name).copied().ok_or(ParseError::UnknownVariable(name))
             }
             Some(tok) => Err(ParseError::UnexpectedToken(tok)),
             None => Err(ParseError::UnexpectedEnd),
@@ -234,29 +180,14 @@ impl<'v> Parser<'v> {
     }
 }
 
-fn call_function(name: &str, args: &[f64]) -> Result<f64, ParseError> {
-    match (name, args) {
-        ("sqrt", [x]) => Ok(x.sqrt()),
-        ("abs", [x]) => Ok(x.abs()),
-        ("sin", [x]) => Ok(x.sin()),
-        ("cos", [x]) => Ok(x.cos()),
-        ("min", [a, rest @ ..]) => Ok(rest.iter().fold(*a, |acc, v| acc.min(*v))),
-        ("max", [a, rest @ ..]) => Ok(rest.iter().fold(*a, |acc, v| acc.max(*v))),
-        _ => Err(ParseError::UnknownFunction(name.to_string())),
-    }
-}
-
 pub fn evaluate(input: &str, vars: &HashMap<String, f64>) -> Result<f64, ParseError> {
-    let tokens = Lexer::new(input).tokenize()?;
+    let tokens = tokenize(input)?;
     Parser::new(tokens, vars).parse()
 }
 
 fn main() {
-    let mut vars = HashMap::new();
-    vars.insert("x".to_string(), 3.0);
-    vars.insert("pi".to_string(), std::f64::consts::PI);
-
-    for expr in ["1 + 2 * 3", "-(x ^ 2) + max(1, x, 2)", "sqrt(16) / (x - 3)", "2 $ 3"] {
+    let vars = HashMap::from([("x".to_string(), 3.0), ("rate".to_string(), 0.25)]);
+    for expr in ["1 + 2 * 3", "-(x * x) + rate * 4", "16 / (x - 3)", "2 $ 3", "y + 1"] {
         match evaluate(expr, &vars) {
             Ok(value) => println!("{} = {}", expr, value),
             Err(err) => println!("{} -> error: {}", expr, err),

@@ -1,0 +1,120 @@
+"""Distilled sequences on disk (a bounded cache of safetensors shards) and in training batches."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .distill import DistilledSequence
+
+
+def save_shard(path: Path, sequences: list[DistilledSequence]) -> int:
+    """One shard file holding `sequences`; returns its size in bytes."""
+    lengths = torch.tensor([s.tokens.numel() for s in sequences], dtype=torch.int64)
+    tensors = {
+        "tokens": torch.cat([s.tokens for s in sequences]),
+        "features": torch.cat([s.features for s in sequences]).contiguous(),
+        "lengths": lengths,
+        "prompt_lengths": torch.tensor([s.prompt_length for s in sequences], dtype=torch.int64),
+    }
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp))
+    tmp.rename(path)
+    return path.stat().st_size
+
+
+def load_shard(path: Path) -> list[DistilledSequence]:
+    data = load_file(str(path))
+    sequences, start = [], 0
+    for length, prompt_length in zip(data["lengths"].tolist(), data["prompt_lengths"].tolist()):
+        sequences.append(DistilledSequence(data["tokens"][start : start + length],
+                                           data["features"][start : start + length], prompt_length))
+        start += length
+    return sequences
+
+
+class ShardCache:
+    """A folder of shards with a size limit; `manifest.json` records what the shards were made from."""
+
+    def __init__(self, folder: Path, limit_bytes: int, manifest: dict):
+        self.folder = Path(folder)
+        self.limit_bytes = limit_bytes
+        self.folder.mkdir(parents=True, exist_ok=True)
+        manifest_path = self.folder / "manifest.json"
+        if manifest_path.exists():
+            existing = json.loads(manifest_path.read_text())
+            if existing != manifest:
+                raise ValueError(f"{self.folder}: the cache was made with other settings ({existing}); "
+                                 f"use another --cache-dir or remove it")
+        else:
+            manifest_path.write_text(json.dumps(manifest, indent=2))
+
+    def shards(self) -> list[Path]:
+        return sorted(self.folder.glob("shard-*.safetensors"))
+
+    def size(self) -> int:
+        return sum(p.stat().st_size for p in self.shards())
+
+    def full(self) -> bool:
+        return self.size() >= self.limit_bytes
+
+    def add(self, sequences: list[DistilledSequence]) -> bool:
+        """Store a shard unless the cache is full; returns whether it was stored."""
+        if not sequences or self.full():
+            return False
+        save_shard(self.folder / f"shard-{len(self.shards()):05d}.safetensors", sequences)
+        return True
+
+    def load(self) -> list[DistilledSequence]:
+        return [seq for path in self.shards() for seq in load_shard(path)]
+
+    def sequences_stored(self) -> int:
+        return sum(len(load_file(str(p))["lengths"]) for p in self.shards())
+
+
+@dataclass
+class Batch:
+    features: torch.Tensor  # [B, T, H] target features, zero-padded
+    tokens: torch.Tensor  # [B, T] int64 token ids, zero-padded
+    lengths: torch.Tensor  # [B] int64 real lengths
+    weights: torch.Tensor  # [B, T] float32 loss weight of predicting position t (0 on padding)
+
+
+def make_batch(sequences: list[DistilledSequence], prompt_weight: float, device, dtype) -> Batch:
+    width = max(s.tokens.numel() for s in sequences)
+    hidden = sequences[0].features.shape[1]
+    features = torch.zeros((len(sequences), width, hidden), dtype=dtype)
+    tokens = torch.zeros((len(sequences), width), dtype=torch.long)
+    weights = torch.zeros((len(sequences), width), dtype=torch.float32)
+    for row, seq in enumerate(sequences):
+        n = seq.tokens.numel()
+        features[row, :n] = seq.features.to(dtype)
+        tokens[row, :n] = seq.tokens.long()
+        weights[row, :n] = prompt_weight
+        # Feature t is what the head must predict to propose token t + 1; the head's first job at inference
+        # is f[prompt_length] (the features after the first generated token, the tree's root).
+        weights[row, seq.prompt_length : n] = 1.0
+    lengths = torch.tensor([s.tokens.numel() for s in sequences])
+    return Batch(features.to(device), tokens.to(device), lengths.to(device), weights.to(device))
+
+
+def batches(sequences: list[DistilledSequence], batch_tokens: int, rng: random.Random) -> list[list[DistilledSequence]]:
+    """Sequences grouped by similar length so that each batch holds about `batch_tokens` padded tokens."""
+    order = sorted(range(len(sequences)), key=lambda i: (sequences[i].tokens.numel(), rng.random()))
+    groups, current, width = [], [], 0
+    for index in order:
+        length = sequences[index].tokens.numel()
+        if current and max(width, length) * (len(current) + 1) > batch_tokens:
+            groups.append([sequences[i] for i in current])
+            current, width = [], 0
+        current.append(index)
+        width = max(width, length)
+    if current:
+        groups.append([sequences[i] for i in current])
+    rng.shuffle(groups)
+    return groups

@@ -1,0 +1,189 @@
+"""`nestling train-head` end to end: corpus -> FIM samples -> distilled sequences (cached) -> vocabulary ->
+head initialised from the target's last layer -> training -> the head folder and its training card."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ..context.fim import FimBudget
+from ..models.eagle_head import EagleHead, head_config_from_target
+from ..models.target import TargetModel
+from .corpus import default_roots, discover, split_held_out
+from .dataset import ShardCache
+from .distill import DistilledSequence, distill
+from .samples import make_samples
+from .trainer import TrainConfig, TrainState, train_head
+from .vocab import coverage, draft_vocabulary
+
+
+@dataclass
+class DataConfig:
+    corpus: list[str] = field(default_factory=list)  # folders/globs; empty = the default corpus
+    exclude: list[str] = field(default_factory=list)  # folders/globs left out (e.g. benchmark files)
+    samples_per_file: int = 3  # FIM cut points per file
+    max_samples: int = 4000  # distilled training sequences, at most
+    held_out_samples: int = 200  # distilled evaluation sequences (from held-out files only)
+    held_out_fraction: float = 0.02  # share of files held out (by content hash)
+    prefix_tokens: int = 384  # FIM prefix budget of a training prompt
+    suffix_tokens: int = 96  # FIM suffix budget of a training prompt
+    max_new_tokens: int = 64  # continuation length the target writes per prompt
+    gen_batch: int = 16  # prompts generated together
+    cache_dir: str | None = None  # keep distilled shards here (resumable); None = in memory only
+    cache_limit_gb: float = 20.0  # stop adding shards beyond this size
+    draft_vocab: int = 32000  # draft vocabulary size (0 = the target's full vocabulary)
+    data_time_limit_s: float | None = None  # stop distilling training samples after this long (keeps what is done)
+    seed: int = 0
+
+
+def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool
+                  ) -> list[DistilledSequence]:
+    done: list[DistilledSequence] = cache.load() if cache else []
+    todo = samples[len(done):]
+    pending: list[DistilledSequence] = []
+    bar = tqdm(total=len(samples), initial=len(done), desc=desc, unit="seq", disable=not progress)
+    started, new_tokens = time.monotonic(), 0
+    for sequence in distill(target, todo, config.gen_batch, config.max_new_tokens):
+        if config.data_time_limit_s and time.monotonic() - started > config.data_time_limit_s and desc.endswith("train"):
+            tqdm.write(f"data time limit reached after {len(done) + len(pending)} sequences")
+            break
+        pending.append(sequence)
+        new_tokens += sequence.tokens.numel() - sequence.prompt_length
+        bar.update(1)
+        bar.set_postfix(gen_tok_s=f"{new_tokens / max(1e-6, time.monotonic() - started):.1f}")
+        if len(pending) >= 256:
+            if cache and not cache.add(pending):
+                tqdm.write(f"{cache.folder}: size limit reached; keeping the rest in memory")
+                cache = None
+            done += pending
+            pending = []
+    if pending and cache:
+        cache.add(pending)
+    bar.close()
+    return done + pending
+
+
+def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True):
+    """(train sequences, held-out sequences, corpus report)."""
+    files = discover(config.corpus or default_roots(), config.exclude)
+    if not files:
+        raise ValueError("the training corpus is empty: give --corpus folders or globs with source files")
+    train_files, held_files = split_held_out(files, config.held_out_fraction)
+    budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
+    tok, fim = target.tokenizer, target.fim_tokens
+    # Only as many files as the sample budget needs (a random, seeded choice): tokenizing is not free.
+    random.Random(config.seed).shuffle(train_files)
+    train_files = train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1]
+    train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed)
+    train_samples = train_samples[: config.max_samples]
+    held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
+    held_samples = held_samples[: config.held_out_samples]
+    signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
+    manifest = {"model": target.name, "corpus": signature, "data": {k: v for k, v in asdict(config).items()
+                                                                     if k not in ("cache_dir", "cache_limit_gb")}}
+    caches = (None, None)
+    if config.cache_dir:
+        limit = int(config.cache_limit_gb * 1e9)
+        caches = (ShardCache(Path(config.cache_dir) / "train", limit, manifest),
+                  ShardCache(Path(config.cache_dir) / "held_out", limit, manifest))
+    held = _distill_into(target, held_samples, config, caches[1], "distilling held-out", progress)
+    train = _distill_into(target, train_samples, config, caches[0], "distilling train", progress)
+    languages: dict[str, int] = {}
+    for f in train_files:
+        languages[f.language] = languages.get(f.language, 0) + 1
+    report = {
+        "files": len(files), "train_files": len(train_files), "held_out_files": len(held_files),
+        "languages": languages, "train_sequences": len(train),
+        "train_tokens": sum(s.tokens.numel() for s in train),
+        "train_continuation_tokens": sum(s.tokens.numel() - s.prompt_length for s in train),
+        "held_out_sequences": len(held), "corpus_signature": signature,
+    }
+    return train, held, report
+
+
+def initial_head(target: TargetModel, draft_ids: torch.Tensor | None) -> EagleHead:
+    """A head whose decoder layer starts as the target's last layer and whose fc passes the feature through."""
+    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_ids)
+    head.layers[0].load_state_dict(target.decoder.layers[-1].state_dict())
+    hidden = target.config.hidden_size
+    with torch.no_grad():
+        head.fc.weight.zero_()
+        head.fc.bias.zero_()
+        head.fc.weight[:, hidden:] = torch.eye(hidden)
+    return head.attach(target)
+
+
+def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
+                 command: str = "", progress: bool = True) -> dict:
+    """The whole recipe; returns the training card as a dict (also written next to the head)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    train_set, held_out, corpus = prepare_data(target, data, progress)
+    data_seconds = time.monotonic() - started
+    vocab_path = out_dir / "draft_vocab.pt"
+    draft_ids = None
+    if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
+        if vocab_path.exists():
+            draft_ids = torch.load(vocab_path)
+        else:
+            draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
+                                         target.config.vocab_size, always=target.stop_token_ids)
+            torch.save(draft_ids, vocab_path)
+    head = initial_head(target, draft_ids)
+    full_lm_head = target.lm_head.weight.detach()
+    state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
+                                   extra_config={"corpus_signature": corpus["corpus_signature"]})
+    held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
+    best = max(state.history, key=lambda r: r.get("chain_tau", 0.0)) if state.history else {}
+    card = {
+        "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
+        "machine": platform.machine(), "torch": torch.__version__, "command": command,
+        "corpus": corpus, "data": asdict(data), "train": asdict(train),
+        "draft_vocab_size": int(draft_ids.numel()) if draft_ids is not None else target.config.vocab_size,
+        "draft_vocab_coverage_held_out": round(coverage(draft_ids, held_tokens), 4) if draft_ids is not None else 1.0,
+        "steps": state.step, "tokens_seen": state.tokens_seen, "data_seconds": round(data_seconds, 1),
+        "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
+    }
+    (out_dir / "training.json").write_text(json.dumps(card, indent=2))
+    if (out_dir / "head").is_dir():
+        (out_dir / "head" / "CARD.md").write_text(render_card(card))
+    return card
+
+
+def render_card(card: dict) -> str:
+    best = card.get("best", {})
+    corpus = card["corpus"]
+    rows = "\n".join(f"| {r['step']} | {r['tokens_seen']} | {r['train_seconds']} | "
+                     f"{', '.join(str(a) for a in r.get('agreement', []))} | {r.get('chain_tau')} |"
+                     for r in card["learning_curve"])
+    return f"""# EAGLE head for {card['model']}: training card
+
+- Trained with: `{card['command']}`
+- Device: {card['device']} ({card['dtype']}), torch {card['torch']}, {card['machine']}
+- Corpus: {corpus['files']} files ({corpus['train_files']} train, {corpus['held_out_files']} held out by content hash),
+  languages {corpus['languages']}; signature {corpus['corpus_signature']}
+- Self-distilled data: {corpus['train_sequences']} FIM prompts with the target's own greedy continuations,
+  {corpus['train_tokens']} tokens ({corpus['train_continuation_tokens']} generated by the target)
+- Draft vocabulary: {card['draft_vocab_size']} tokens, holding {card['draft_vocab_coverage_held_out']:.1%} of the
+  target's held-out continuation tokens
+- Steps: {card['steps']}, tokens seen: {card['tokens_seen']}, data time {card['data_seconds']} s,
+  training time {card['train_seconds']} s
+- Best held-out: agreement per draft step {best.get('agreement')}, greedy chain tau {best.get('chain_tau')}
+  (chain tau = 1 + expected run of consecutive agreeing draft steps; tree tau measured by `nestling bench`
+  is in BENCHMARKS.md)
+
+## Learning curve (held-out)
+
+| step | tokens seen | train s | agreement per step | chain tau |
+|---|---|---|---|---|
+{rows}
+"""

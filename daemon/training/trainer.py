@@ -1,0 +1,245 @@
+"""Head training: feature regression + distillation of the target's distribution, unrolled over a few
+draft steps (EAGLE-3's training-time test: step s feeds the head's own step s-1 outputs back in).
+
+Step s (1-based) at index i: the head reads (input feature, token t[i+s]) at position i+s-1, where the
+input feature is the target's f[i] at step 1 (plus noise) and the head's own step s-1 output at i later.
+It must predict f[i+s] (smooth L1) and the target's next-token distribution softmax(lm_head(f[i+s]))
+over the draft vocabulary (cross-entropy). It attends the step-1 pairs 0..i and its own earlier steps
+at i: exactly what a depth-s tree node sees at inference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from ..models.eagle_head import EagleHead, save_head
+from ..models.kv_cache import new_cache
+from .dataset import Batch, batches, make_batch
+from .distill import DistilledSequence
+
+
+@dataclass
+class TrainConfig:
+    unroll: int = 3  # draft steps trained per position (1 = plain EAGLE-1/2 training)
+    step_decay: float = 0.8  # loss weight of step s is step_decay ** (s - 1)
+    reg_weight: float = 1.0  # smooth-L1 feature regression
+    cls_weight: float = 1.0  # cross-entropy against the target's distribution
+    noise: float = 0.1  # uniform noise amplitude on the target features fed to step 1
+    prompt_weight: float = 0.5  # loss weight of positions inside the prompt (continuation positions: 1)
+    lr: float = 3e-4  # AdamW peak learning rate
+    warmup: int = 100  # linear warmup steps
+    clip: float = 0.5  # gradient norm clip
+    batch_tokens: int = 4096  # padded tokens per batch
+    max_steps: int = 2000  # optimizer steps at most (cosine decay to 10% over these)
+    time_limit_s: float | None = None  # stop after this much training time
+    eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
+    patience: int = 5  # evaluations without improvement before stopping early
+    seed: int = 0
+    autocast: bool = True  # bfloat16 matmuls (float32 master weights); on for CUDA and bf16-capable CPUs
+
+
+def _training_mask(lengths: torch.Tensor, width: int, step: int, dtype) -> torch.Tensor:
+    """[B, 1, n, step * n] additive mask for step `step` (n = width - 1 queries)."""
+    n = width - 1
+    device = lengths.device
+    i = torch.arange(n, device=device)
+    causal = i[None, :] <= i[:, None]  # step-1 keys j <= i
+    key_valid = i[None, :] < (lengths[:, None] - 1)  # [B, n]
+    blocks = [causal[None] & key_valid[:, None, :]]
+    eye = torch.eye(n, dtype=torch.bool, device=device)
+    blocks += [eye[None].expand(lengths.shape[0], n, n)] * (step - 1)
+    allowed = torch.cat(blocks, dim=-1)
+    allowed[:, :, :n] |= eye  # a padded query still sees itself: no fully masked row, no NaN
+    mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask[:, None]
+
+
+def _shift(tensor: torch.Tensor, by: int, width: int) -> torch.Tensor:
+    """tensor[:, by : by + width] along dim 1, zero-padded past the end."""
+    out = tensor[:, by : by + width]
+    missing = width - out.shape[1]
+    if missing > 0:
+        pad = torch.zeros((tensor.shape[0], missing, *tensor.shape[2:]), dtype=tensor.dtype, device=tensor.device)
+        out = torch.cat([out, pad], dim=1)
+    return out
+
+
+@dataclass
+class StepMetrics:
+    loss: float
+    agreement: list[float]  # per step: head argmax == target argmax (draft vocabulary), weighted positions
+
+
+def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: bool) -> tuple[torch.Tensor, StepMetrics]:
+    draft_weight = head._draft_lm_weight  # [Vd, H] the target's lm_head rows (frozen)
+    width = batch.tokens.shape[1]
+    n = width - 1
+    features = batch.features
+    inputs = features[:, :-1]
+    if train and config.noise > 0:
+        inputs = inputs + (torch.rand_like(inputs) - 0.5) * 2 * config.noise
+    cache = new_cache()
+    positions = torch.arange(n, device=features.device)[None].expand(features.shape[0], n)
+    total = torch.zeros((), device=features.device)
+    agreements = []
+    for step in range(1, config.unroll + 1):
+        tokens = _shift(batch.tokens, step, n)
+        mask = _training_mask(batch.lengths, width, step, batch.features.dtype)
+        out = head(inputs, tokens, positions + step - 1, mask, cache)
+        target_features = _shift(features, step, n)
+        index = torch.arange(n, device=features.device)[None]
+        valid = (index + step <= batch.lengths[:, None] - 1).float()
+        weight = _shift(batch.weights, step, n) * valid
+        with torch.no_grad():
+            target_logits = F.linear(target_features, draft_weight).float()
+            target_probs = target_logits.softmax(-1)
+        logits = F.linear(out, draft_weight).float()
+        ce = -(target_probs * logits.log_softmax(-1)).sum(-1)
+        reg = F.smooth_l1_loss(out.float(), target_features.float(), reduction="none").mean(-1)
+        denominator = weight.sum().clamp(min=1.0)
+        step_loss = ((config.reg_weight * reg + config.cls_weight * ce) * weight).sum() / denominator
+        total = total + config.step_decay ** (step - 1) * step_loss
+        with torch.no_grad():
+            agree = (logits.argmax(-1) == target_logits.argmax(-1)).float()
+            agreements.append(float((agree * weight).sum() / denominator))
+        inputs = out
+    return total, StepMetrics(float(total.detach()), agreements)
+
+
+@torch.no_grad()
+def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainConfig, device, dtype,
+             full_lm_head: torch.Tensor) -> dict:
+    """Held-out agreement with the target's argmax over its FULL vocabulary, per draft step, on the
+    continuation positions, and the expected accepted length of a greedy chain (chain tau)."""
+    head.eval()
+    steps = config.unroll
+    correct = torch.zeros(steps)
+    chain_lengths, positions = 0.0, 0
+    for group in batches(held_out, config.batch_tokens, random.Random(0)):
+        batch = make_batch(group, prompt_weight=0.0, device=device, dtype=dtype)
+        width = batch.tokens.shape[1]
+        n = width - 1
+        inputs, cache = batch.features[:, :-1], new_cache()
+        pos = torch.arange(n, device=device)[None].expand(batch.tokens.shape[0], n)
+        streak = None
+        index = torch.arange(n, device=device)[None]
+        base_valid = (index + steps <= batch.lengths[:, None] - 1) & (_shift(batch.weights, 1, n) > 0)
+        for step in range(1, steps + 1):
+            out = head(inputs, _shift(batch.tokens, step, n), pos + step - 1,
+                       _training_mask(batch.lengths, width, step, dtype), cache)
+            draft_ids = head.to_target_ids(head.draft_logits(out).argmax(-1))
+            target_ids = F.linear(_shift(batch.features, step, n), full_lm_head).argmax(-1)
+            hit = (draft_ids == target_ids) & base_valid
+            correct[step - 1] += float(hit.sum())
+            streak = hit if streak is None else streak & hit
+            chain_lengths += float(streak.sum())
+            inputs = out
+        positions += int(base_valid.sum())
+    head.train()
+    positions = max(positions, 1)
+    return {"agreement": [round(float(c) / positions, 4) for c in correct],
+            "chain_tau": round(1.0 + chain_lengths / positions, 4), "positions": positions}
+
+
+def _lr_at(step: int, config: TrainConfig) -> float:
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = min(1.0, (step - config.warmup) / max(1, config.max_steps - config.warmup))
+    return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    best_chain_tau: float = 0.0
+    evals_without_gain: int = 0
+    train_seconds: float = 0.0
+    tokens_seen: int = 0
+    history: list[dict] = field(default_factory=list)  # one row per evaluation: the learning curve
+
+
+def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: list[DistilledSequence],
+               config: TrainConfig, out_dir: Path, full_lm_head: torch.Tensor, resume: bool = True,
+               progress: bool = True, extra_config: dict | None = None) -> TrainState:
+    """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    device = head.fc.weight.device
+    head.float()  # float32 master weights
+    compute_dtype = torch.bfloat16 if config.autocast else torch.float32
+    object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.to(compute_dtype))
+    full_lm_head = full_lm_head.to(compute_dtype)
+    params = [p for p in head.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    state = TrainState()
+    checkpoint = out_dir / "checkpoint.pt"
+    if resume and checkpoint.exists():
+        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        head.load_state_dict(saved["head"], strict=False)
+        optimizer.load_state_dict(saved["optimizer"])
+        state = TrainState(**saved["state"])
+    rng = random.Random(config.seed + state.step)
+    head.train()
+    bar = tqdm(total=config.max_steps, initial=state.step, desc="training head", unit="step", disable=not progress)
+    started = time.monotonic() - state.train_seconds
+    stop = False
+    while not stop:
+        for group in batches(train_set, config.batch_tokens, rng):
+            if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
+                stop = True
+                break
+            for group_lr in optimizer.param_groups:
+                group_lr["lr"] = _lr_at(state.step, config)
+            batch = make_batch(group, config.prompt_weight, device, compute_dtype)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
+                loss, metrics = unrolled_loss(head, batch, config, train=True)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, config.clip)
+            optimizer.step()
+            state.step += 1
+            state.tokens_seen += int(batch.lengths.sum())
+            bar.update(1)
+            bar.set_postfix(loss=f"{metrics.loss:.3f}", top1=f"{metrics.agreement[0]:.3f}")
+            if state.step % config.eval_every == 0 or state.step == config.max_steps:
+                stop = _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head,
+                                                device, compute_dtype, started, extra_config) or stop
+                if stop:
+                    break
+    bar.close()
+    if not state.history or state.history[-1]["step"] != state.step:
+        _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
+                                 compute_dtype, started, extra_config)
+    return state
+
+
+def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device, dtype,
+                             started, extra_config) -> bool:
+    """Evaluate, save the head if it is the best so far, checkpoint; returns True to stop early."""
+    state.train_seconds = time.monotonic() - started
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        metrics = evaluate(head, held_out, config, device, dtype, full_lm_head) if held_out else {"chain_tau": 0.0}
+    row = {"step": state.step, "tokens_seen": state.tokens_seen, "train_seconds": round(state.train_seconds, 1),
+           **metrics}
+    state.history.append(row)
+    tqdm.write(f"eval @ step {state.step}: {json.dumps(metrics)}")
+    improved = metrics["chain_tau"] > state.best_chain_tau
+    if improved:
+        state.best_chain_tau = metrics["chain_tau"]
+        state.evals_without_gain = 0
+        save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **row}})
+    else:
+        state.evals_without_gain += 1
+    torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
+                "config": asdict(config)}, out_dir / "checkpoint.pt")
+    (out_dir / "learning_curve.json").write_text(json.dumps(state.history, indent=2))
+    return state.evals_without_gain >= config.patience

@@ -1,0 +1,60 @@
+from nestling.daemon.training.corpus import discover, split_held_out
+from nestling.daemon.training.samples import cut_points
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def body(n):
+    return "\n".join(f"def f{n}_{i}(x):\n    return x + {i}" for i in range(30))
+
+
+def test_globs_pick_languages_and_skip_the_rest(tmp_path):
+    write(tmp_path / "a" / "one.py", body(1))
+    write(tmp_path / "a" / "two.go", body(2))
+    write(tmp_path / "a" / "notes.txt", body(3))
+    write(tmp_path / "a" / "tests" / "test_x.py", body(4))
+    write(tmp_path / "b" / "three.py", body(5))
+    files = discover([str(tmp_path / "a")])
+    assert sorted(f.path.name for f in files) == ["one.py", "two.go"]
+    assert {f.language for f in files} == {"python", "go"}
+    only_py = discover([str(tmp_path / "**" / "*.py")])
+    assert sorted(f.path.name for f in only_py) == ["one.py", "three.py"]
+    excluded = discover([str(tmp_path)], exclude=[str(tmp_path / "b")])
+    assert "three.py" not in {f.path.name for f in excluded}
+
+
+def test_identical_files_are_kept_once(tmp_path):
+    write(tmp_path / "x.py", body(1))
+    write(tmp_path / "copy" / "x.py", body(1))
+    write(tmp_path / "y.py", body(2))
+    assert len(discover([str(tmp_path)])) == 2
+
+
+def test_held_out_split_is_disjoint_and_stable(tmp_path):
+    for i in range(300):
+        write(tmp_path / f"m{i}.py", body(i))
+    files = discover([str(tmp_path)])
+    train, held = split_held_out(files, 0.1)
+    assert held and train
+    assert not {f.digest for f in train} & {f.digest for f in held}
+    assert len(train) + len(held) == len(files)
+    assert split_held_out(list(reversed(files)), 0.1)[1] == sorted(held, key=lambda f: -files.index(f))[::-1] or \
+        {f.digest for f in split_held_out(list(reversed(files)), 0.1)[1]} == {f.digest for f in held}
+
+
+def test_cut_points_are_line_starts_or_inside_lines():
+    import random
+    text = body(7)
+    lines_start = {0} | {i + 1 for i, c in enumerate(text) if c == "\n"}
+    for offset, kind in cut_points(text, 20, random.Random(0)):
+        line_start = max(s for s in lines_start if s <= offset)
+        line = text[line_start:].split("\n")[0]
+        indent = len(line) - len(line.lstrip())
+        if kind == "line_start":
+            assert offset == line_start + indent
+        else:
+            assert line_start + indent < offset < line_start + len(line)

@@ -1,0 +1,99 @@
+"""Training on a tiny random model: the loss falls, and the saved head decodes losslessly."""
+
+import pytest
+import torch
+
+from nestling.daemon.models.eagle_head import load_head
+from nestling.daemon.models.target import load_target
+from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
+from nestling.daemon.speculative.eagle_drafter import EagleDrafter
+from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
+from nestling.daemon.training.pipeline import DataConfig, initial_head, prepare_data, run_training
+from nestling.daemon.training.trainer import TrainConfig, unrolled_loss
+from nestling.daemon.training.vocab import draft_vocabulary
+from tiny import save_tiny_model_folder
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    # peaky distributions: most of the loss is learnable, not the target's own entropy
+    folder = save_tiny_model_folder(tmp_path_factory.mktemp("tiny") / "model", logit_scale=8.0)
+    return load_target(str(folder), device="cpu", dtype="float32", progress=False)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    for i in range(60):
+        (root / f"mod{i}.py").write_text("\n".join(
+            f"def handler_{i}_{j}(request):\n    value = request.get('key_{j}')\n    return value * {j}\n"
+            for j in range(12)))
+    return root
+
+
+DATA = dict(samples_per_file=2, max_samples=48, held_out_samples=8, held_out_fraction=0.15,
+            prefix_tokens=96, suffix_tokens=24, max_new_tokens=12, gen_batch=8, draft_vocab=200)
+
+
+def test_distilled_sequences_are_the_targets_own_greedy_continuations(target, corpus):
+    train, held, report = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
+    assert len(train) == 48 and len(held) >= 1 and report["held_out_files"] >= 1
+    ar = SpeculativeEngine(target, NoDrafter)
+    for seq in train[:4]:
+        prompt = seq.tokens[: seq.prompt_length].tolist()
+        expected = ar.generate(prompt, stop=StopRule(max_new_tokens=12, stop_token_ids=(-1,))).run().tokens
+        written = seq.tokens[seq.prompt_length:].tolist()
+        stops = set(target.stop_token_ids)
+        cut = next((i + 1 for i, t in enumerate(expected) if t in stops), len(expected))
+        assert written == expected[:cut]
+        assert seq.features.shape == (seq.tokens.numel(), target.config.hidden_size)
+
+
+def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, corpus):
+    config = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    train, _, _ = prepare_data(target, config, progress=False)
+    shard = sorted((tmp_path / "cache" / "train").glob("shard-*.safetensors"))[0]
+    loaded = load_shard(shard)
+    assert torch.equal(loaded[0].tokens, train[0].tokens)
+    again, _, _ = prepare_data(target, config, progress=False)  # resumes from the cache
+    assert [s.tokens.tolist() for s in again] == [s.tokens.tolist() for s in train]
+    with pytest.raises(ValueError, match="other settings"):
+        ShardCache(tmp_path / "cache" / "train", 10**9, {"different": True})
+
+
+def test_a_few_steps_reduce_the_loss(target, corpus):
+    train, _, _ = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
+    ids = draft_vocabulary((s.tokens.tolist() for s in train), 200, target.config.vocab_size, target.stop_token_ids)
+    head = initial_head(target, ids).float()
+    object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.float())
+    config = TrainConfig(unroll=2, autocast=False, noise=0.0)
+    batch = make_batch(train[:16], 0.5, torch.device("cpu"), torch.float32)
+    optimizer = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    first, _ = unrolled_loss(head, batch, config, train=True)
+    for _ in range(60):
+        loss, _ = unrolled_loss(head, batch, config, train=True)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    last, metrics = unrolled_loss(head, batch, config, train=False)
+    assert float(last.detach()) < 0.7 * float(first.detach())
+    assert len(metrics.agreement) == 2
+
+
+def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, target, corpus):
+    config = TrainConfig(unroll=2, max_steps=6, eval_every=3, batch_tokens=1024, autocast=False, warmup=2)
+    card = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out",
+                        command="test", progress=False)
+    assert card["steps"] == 6 and len(card["learning_curve"]) == 2
+    assert (tmp_path / "out" / "head" / "CARD.md").read_text().startswith("# EAGLE head")
+    head = load_head(tmp_path / "out" / "head", target)
+    assert head.draft_vocab_size == 200 and head.input_norm
+    spec = SpeculativeEngine(target, lambda: EagleDrafter(head), TreeBudget(top_k=4, depth=4, total_tokens=12))
+    ar = SpeculativeEngine(target, NoDrafter)
+    for prompt in ([5, 6, 7, 8, 9], [40, 41, 42], list(range(100, 130))):
+        assert spec.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens == \
+            ar.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens
+    # resuming a finished run does no more steps
+    again = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
+    assert again["steps"] == 6
