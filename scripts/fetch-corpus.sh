@@ -19,7 +19,8 @@
 #               no testdata/, no "Code generated ... DO NOT EDIT" files
 #   rust        Debian rust-src (std/core/alloc, compiler, tools) and
 #               Debian librust-*-dev crate sources (serde, tokio, regex, ...)
-#   java        a local JDK src.zip (else Debian openjdk-NN-source): java.base
+#   java        a local JDK src.zip (else Debian openjdk-NN-source; env
+#               JAVA_SRC_ZIP=PATH|apt overrides the choice): java.base
 #               java.util/io/nio/net/lang/..., java.net.http, java.sql, javac, ...
 #   c           Debian glibc-source, newlib-source, libxcrypt-source, and the C
 #               headers under /usr/include
@@ -114,7 +115,7 @@ STATE="$DEST/.fetch-corpus"
 mkdir -p "$STATE"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fetch-corpus.XXXXXX")
-cleanup() { local t=$(date +%s); rm -rf "$WORK"; echo "cleanup $(( $(date +%s)-t ))s" >&2; }
+cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -403,6 +404,8 @@ npm_fetch() {
   command -v npm >/dev/null || { warn "npm not found"; return 1; }
   mkdir -p "$NPM_DIR/tgz"
   log "npm pack ${#NPM_PKGS[@]} packages"
+  local t0
+  t0=$(date +%s)
   local s
   if ! (cd "$NPM_DIR/tgz" && npm pack --ignore-scripts --json "${NPM_PKGS[@]}" >"$NPM_DIR/pack.json" 2>"$NPM_DIR/pack.err"); then
     warn "batch npm pack failed; packing one by one"
@@ -416,7 +419,9 @@ npm_fetch() {
   for t in "$NPM_DIR"/tgz/*.tgz; do
     [[ -e $t ]] || continue
     mkdir -p "$NPM_DIR/x.tmp"
-    tar -xzf "$t" -C "$NPM_DIR/x.tmp" --no-same-owner --no-same-permissions
+    # only code files and the manifest (no source maps, docs, assets)
+    tar -xzf "$t" -C "$NPM_DIR/x.tmp" --no-same-owner --no-same-permissions --wildcards \
+      '*.js' '*.mjs' '*.cjs' '*.ts' '*.tsx' '*.mts' '*.cts' '*/package.json' 2>/dev/null || true
     # tarballs normally hold package/, a few use another top folder
     local top
     top=$(find "$NPM_DIR/x.tmp" -mindepth 1 -maxdepth 1 -type d | head -1)
@@ -427,6 +432,7 @@ npm_fetch() {
     rm -rf "$NPM_DIR/x.tmp"
   done
   NPM_READY=1
+  log "npm: $(find "$NPM_DIR/tgz" -name '*.tgz' | wc -l) packages unpacked in $(($(date +%s) - t0))s"
 }
 
 # npm_roots PKG|SUBDIR|CAP ... -> pick root specs (dest folder: @scope/name -> scope__name)
@@ -526,8 +532,14 @@ fetch_rust() {
 }
 
 fetch_java() {
-  local out=$1 z="" cand pkg
-  for cand in /usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip /usr/lib/jvm/default-java/lib/src.zip /usr/lib/jvm/*/lib/src.zip; do
+  local out=$1 z="" cand pkg cands=()
+  # JAVA_SRC_ZIP=/path/src.zip picks the zip; JAVA_SRC_ZIP=apt skips local JDKs
+  case ${JAVA_SRC_ZIP:-} in
+    "") cands=(/usr/lib/jvm/java-17-openjdk-amd64/lib/src.zip /usr/lib/jvm/default-java/lib/src.zip /usr/lib/jvm/*/lib/src.zip) ;;
+    apt) ;;
+    *) cands=("$JAVA_SRC_ZIP") ;;
+  esac
+  for cand in "${cands[@]}"; do
     if [[ -f $cand ]] && python3 -c 'import zipfile,sys; zipfile.ZipFile(sys.argv[1])' "$cand" 2>/dev/null; then z=$(readlink -f "$cand"); break; fi
   done
   if [[ -z $z ]]; then
