@@ -66,14 +66,22 @@ def capture_features(target: TargetModel, sequences: list[list[int]]) -> list[to
     return [hidden[row, : len(seq)].to("cpu", torch.bfloat16) for row, seq in enumerate(sequences)]
 
 
+def batching_order(samples: list[FimSample], batch_size: int, seed: int) -> list[FimSample]:
+    """Samples reordered so that consecutive runs of `batch_size` have similar prompt lengths (little left
+    padding), the runs themselves in a seeded random order (a time-limited run is not biased to short ones)."""
+    import random
+
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids))
+    runs = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    random.Random(seed).shuffle(runs)
+    return [samples[i] for run in runs for i in run]
+
+
 def distill(target: TargetModel, samples: list[FimSample], batch_size: int, max_new_tokens: int
             ) -> Iterator[DistilledSequence]:
-    """Yields one DistilledSequence per sample, generated and captured a batch at a time (similar lengths
-    together, so left padding wastes little)."""
-    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    for batch in batches:
-        prompts = [samples[i].prompt_ids for i in batch]
+    """Yields one DistilledSequence per sample, in order, generated and captured `batch_size` at a time."""
+    for start in range(0, len(samples), batch_size):
+        prompts = [s.prompt_ids for s in samples[start : start + batch_size]]
         continuations = generate_continuations(target, prompts, max_new_tokens)
         sequences = [p + c for p, c in zip(prompts, continuations)]
         features = capture_features(target, sequences)

@@ -19,7 +19,7 @@ from ..models.eagle_head import EagleHead, head_config_from_target
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
-from .distill import DistilledSequence, distill
+from .distill import DistilledSequence, batching_order, distill
 from .samples import make_samples
 from .trainer import TrainConfig, TrainState, train_head
 from .vocab import coverage, draft_vocabulary
@@ -50,12 +50,11 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
     todo = samples[len(done):]
     pending: list[DistilledSequence] = []
     bar = tqdm(total=len(samples), initial=len(done), desc=desc, unit="seq", disable=not progress)
-    started, new_tokens = time.monotonic(), 0
+    started, new_tokens, generated = time.monotonic(), 0, 0
+    limited = bool(config.data_time_limit_s) and desc.endswith("train")
     for sequence in distill(target, todo, config.gen_batch, config.max_new_tokens):
-        if config.data_time_limit_s and time.monotonic() - started > config.data_time_limit_s and desc.endswith("train"):
-            tqdm.write(f"data time limit reached after {len(done) + len(pending)} sequences")
-            break
         pending.append(sequence)
+        generated += 1
         new_tokens += sequence.tokens.numel() - sequence.prompt_length
         bar.update(1)
         bar.set_postfix(gen_tok_s=f"{new_tokens / max(1e-6, time.monotonic() - started):.1f}")
@@ -65,6 +64,10 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
                 cache = None
             done += pending
             pending = []
+        at_batch_end = generated % config.gen_batch == 0
+        if limited and at_batch_end and time.monotonic() - started > config.data_time_limit_s:
+            tqdm.write(f"data time limit reached after {len(done) + len(pending)} sequences")
+            break
     if pending and cache:
         cache.add(pending)
     bar.close()
@@ -83,9 +86,9 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     random.Random(config.seed).shuffle(train_files)
     train_files = train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1]
     train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed)
-    train_samples = train_samples[: config.max_samples]
+    train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
-    held_samples = held_samples[: config.held_out_samples]
+    held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
     manifest = {"model": target.name, "corpus": signature, "data": {k: v for k, v in asdict(config).items()
                                                                      if k not in ("cache_dir", "cache_limit_gb")}}
@@ -129,6 +132,9 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
     started = time.monotonic()
     train_set, held_out, corpus = prepare_data(target, data, progress)
     data_seconds = time.monotonic() - started
+    if not train_set or not held_out:
+        raise ValueError(f"no {'training' if not train_set else 'held-out'} sequences were distilled: "
+                         "give a larger corpus, more samples, or a longer --data-time-limit-s")
     vocab_path = out_dir / "draft_vocab.pt"
     draft_ids = None
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:

@@ -150,10 +150,13 @@ def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainCo
             "chain_tau": round(1.0 + chain_lengths / positions, 4), "positions": positions}
 
 
-def _lr_at(step: int, config: TrainConfig) -> float:
+def _lr_at(step: int, config: TrainConfig, elapsed_s: float = 0.0) -> float:
+    """Linear warmup, then cosine decay to 10% over max_steps or the time limit, whichever ends first."""
     if step < config.warmup:
         return config.lr * (step + 1) / config.warmup
     progress = min(1.0, (step - config.warmup) / max(1, config.max_steps - config.warmup))
+    if config.time_limit_s:
+        progress = max(progress, min(1.0, elapsed_s / config.time_limit_s))
     return config.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -192,13 +195,15 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     bar = tqdm(total=config.max_steps, initial=state.step, desc="training head", unit="step", disable=not progress)
     started = time.monotonic() - state.train_seconds
     stop = False
+    if not train_set:
+        raise ValueError("no training sequences")
     while not stop:
         for group in batches(train_set, config.batch_tokens, rng):
             if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
                 stop = True
                 break
             for group_lr in optimizer.param_groups:
-                group_lr["lr"] = _lr_at(state.step, config)
+                group_lr["lr"] = _lr_at(state.step, config, time.monotonic() - started)
             batch = make_batch(group, config.prompt_weight, device, compute_dtype)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
                 loss, metrics = unrolled_loss(head, batch, config, train=True)
