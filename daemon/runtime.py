@@ -8,17 +8,32 @@ from pathlib import Path
 
 import torch
 
+from .context.syntax import Region
 from .models.eagle_head import EagleHead, head_config_from_target, load_head
 from .models.errors import HeadLoadError
 from .models.target import TargetModel, load_target
+from .policy.cost_model import CostProfile, load_or_measure
+from .policy.shapes import shaped_budget
+from .policy.sizing import LatencySizer
 from .speculative.drafter import NoDrafter, TreeBudget
 from .speculative.eagle_drafter import EagleDrafter
 from .speculative.engine import SpeculativeEngine
+from .speculative.lookup_drafter import LookupDrafter, MergedDrafter
 
 log = logging.getLogger(__name__)
 
 SHIPPED_HEADS_DIR = Path(__file__).parent / "models" / "heads"
-MODES = ("ar", "spec")
+# Decoding modes, simplest first. "spec" is the full policy; the others are its ablations.
+MODE_HELP = {
+    "ar": "plain autoregressive decoding (the baseline)",
+    "lookup": "prompt-lookup drafting alone (n-gram continuations, up to 10 tokens)",
+    "eagle-ref": "EAGLE-2 with the reference fixed tree (top_k 10, depth 7, 60 nodes)",
+    "eagle-latency": "EAGLE-2 sized by the measured verification cost",
+    "eagle-syntax": "EAGLE-2 sized by cost and shaped by the syntax region at the cursor",
+    "spec": "the full policy: eagle-syntax plus lookup branches (default)",
+}
+MODES = tuple(MODE_HELP)
+MAX_TREE_NODES = 128  # upper bound for latency-aware sizing
 
 
 def shipped_head_for(model_name: str) -> Path | None:
@@ -42,17 +57,50 @@ def untrained_head(target: TargetModel) -> EagleHead:
 @dataclass
 class Runtime:
     target: TargetModel
-    head: EagleHead | None  # None: autoregressive only
+    head: EagleHead | None  # None: no EAGLE drafting (lookup and autoregressive only)
     head_source: str  # a path, "untrained" or "none"
-    budget: TreeBudget  # default tree budget for speculative mode
+    budget: TreeBudget  # the tree budget of eagle-ref (the reference EAGLE-2 defaults unless overridden)
+    _profile: CostProfile | None = None  # measured verification cost, loaded on first use
 
-    def engine(self, mode: str = "spec") -> SpeculativeEngine:
+    @property
+    def profile(self) -> CostProfile:
+        if self._profile is None:
+            log.info("measuring the verification cost on this device (once per model and device)")
+            self._profile = load_or_measure(self.target, self.head)
+        return self._profile
+
+    def _check(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (use one of {', '.join(MODES)})")
-        if mode == "ar" or self.head is None:
-            return SpeculativeEngine(self.target, NoDrafter)
+        if mode.startswith("eagle") and self.head is None:
+            raise ValueError(f"mode {mode} needs a draft head (--head)")
+
+    def engine(self, mode: str = "spec") -> SpeculativeEngine:
+        """An engine whose drafter implements `mode`; pair it with budget(mode, region) per request."""
+        self._check(mode)
         head = self.head
-        return SpeculativeEngine(self.target, lambda: EagleDrafter(head, self.budget), self.budget)
+        if mode == "ar":
+            factory = NoDrafter
+        elif mode == "lookup" or (mode == "spec" and head is None):
+            factory = LookupDrafter
+        elif mode == "spec":
+            factory = lambda: MergedDrafter(EagleDrafter(head), LookupDrafter())  # noqa: E731
+        else:
+            factory = lambda: EagleDrafter(head)  # noqa: E731
+        return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
+
+    def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
+        """The tree budget of `mode` for a cursor in `region`."""
+        self._check(mode)
+        if mode in ("ar", "eagle-ref"):
+            return self.budget
+        if mode == "lookup":
+            return TreeBudget(total_tokens=10)
+        sizer = LatencySizer(self.profile, MAX_TREE_NODES)
+        if mode == "eagle-latency":
+            return TreeBudget(top_k=self.budget.top_k, depth=self.budget.depth, total_tokens=MAX_TREE_NODES,
+                              sizer=sizer)
+        return shaped_budget(region, sizer, MAX_TREE_NODES)
 
     def describe(self) -> dict:
         return {

@@ -1,4 +1,5 @@
-"""Run every mode on every prompt, side by side, and summarise speed, tau and output identity."""
+"""Run every mode on every prompt, side by side, and summarise speed, tau and output identity,
+overall and per syntax region."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import torch
 from tqdm import tqdm
 
 from ..context.fim import FimBudget, build_fim_prompt
-from ..speculative.engine import SpeculativeEngine, StopRule
+from ..context.languages import find_language
+from ..context.syntax import Region, SyntaxDocument
+from ..speculative.engine import StopRule
 from .prompts import BenchPrompt
 
 
@@ -24,6 +27,16 @@ class ModeResult:
     identical: int = 0  # prompts whose output equals the baseline's
     prompts: int = 0
     per_prompt: list[dict] = field(default_factory=list)
+    by_region: dict[str, "ModeResult"] = field(default_factory=dict)
+
+    def add(self, stats, same_as_baseline: bool) -> None:
+        self.prompts += 1
+        self.tokens += stats.new_tokens
+        self.decode_ms += stats.total_ms - stats.first_token_ms
+        self.total_ms += stats.total_ms
+        self.forwards += stats.target_forwards
+        self.emitted += sum(stats.accepted_lengths)
+        self.identical += int(same_as_baseline)
 
     @property
     def tau(self) -> float:
@@ -38,7 +51,9 @@ class ModeResult:
         return self.tokens / (self.total_ms / 1000) if self.total_ms else 0.0
 
     def summary(self, baseline: "ModeResult | None") -> dict:
-        speedup = self.decode_tokens_per_s / baseline.decode_tokens_per_s if baseline and baseline.decode_tokens_per_s else None
+        speedup = None
+        if baseline is not None and baseline.decode_tokens_per_s and self.decode_tokens_per_s:
+            speedup = self.decode_tokens_per_s / baseline.decode_tokens_per_s
         return {
             "mode": self.mode, "prompts": self.prompts, "tokens": self.tokens, "tau": round(self.tau, 3),
             "decode_tokens_per_s": round(self.decode_tokens_per_s, 2),
@@ -57,43 +72,58 @@ def environment(runtime) -> dict:
     return info
 
 
-def run_bench(target, engines: dict[str, SpeculativeEngine], prompts: list[BenchPrompt], max_tokens: int,
+def prompt_region(prompt: BenchPrompt) -> Region:
+    language = find_language(None, prompt.path) if prompt.path else None
+    return SyntaxDocument(prompt.prefix + prompt.suffix, language).region_at(len(prompt.prefix))
+
+
+def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens: int,
               budget: FimBudget = FimBudget(), progress: bool = True) -> dict[str, ModeResult]:
-    """Every engine on every prompt, interleaved per prompt; the first engine is the baseline."""
-    results = {mode: ModeResult(mode) for mode in engines}
-    baseline = next(iter(engines))
+    """Every mode on every prompt, interleaved per prompt; the first mode is the baseline."""
+    target = runtime.target
+    engines = {mode: runtime.engine(mode) for mode in modes}
+    results = {mode: ModeResult(mode) for mode in modes}
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
-    for engine in engines.values():  # warm-up, not measured
-        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4)).run()
-    for prompt, fim in tqdm(list(zip(prompts, encoded)), desc="bench", unit="prompt", disable=not progress):
+    regions = [prompt_region(p) for p in prompts]
+    for mode, engine in engines.items():  # warm-up, not measured
+        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=runtime.budget_for(mode)).run()
+    for prompt, fim, region in tqdm(list(zip(prompts, encoded, regions)), desc="bench", unit="prompt",
+                                    disable=not progress):
         reference = None
         for mode, engine in engines.items():
-            generation = engine.generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens)).run()
-            stats = generation.stats
-            result = results[mode]
-            result.prompts += 1
-            result.tokens += stats.new_tokens
-            result.decode_ms += stats.total_ms - stats.first_token_ms
-            result.total_ms += stats.total_ms
-            result.forwards += stats.target_forwards
-            result.emitted += sum(stats.accepted_lengths)
-            if mode == baseline:
+            generation = engine.generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens),
+                                         budget=runtime.budget_for(mode, region)).run()
+            if reference is None:
                 reference = generation.tokens
-            result.identical += int(generation.tokens == reference)
-            result.per_prompt.append({"id": prompt.id, "kind": prompt.kind, "prompt_tokens": len(fim.token_ids),
-                                      **{k: v for k, v in stats.to_dict().items()
-                                         if k not in ("accepted_lengths", "tree_sizes")}})
+            same = generation.tokens == reference
+            stats = generation.stats
+            results[mode].add(stats, same)
+            results[mode].by_region.setdefault(region.value, ModeResult(mode)).add(stats, same)
+            results[mode].per_prompt.append({
+                "id": prompt.id, "kind": prompt.kind, "region": region.value, "prompt_tokens": len(fim.token_ids),
+                **{k: v for k, v in stats.to_dict().items() if k not in ("accepted_lengths",)}})
     return results
 
 
-def format_table(results: dict[str, ModeResult]) -> str:
+def format_table(results: dict[str, ModeResult], by_region: bool = False) -> str:
     baseline = next(iter(results.values()))
-    rows = [r.summary(baseline) for r in results.values()]
-    header = f"{'mode':<14}{'prompts':>8}{'tokens':>8}{'tau':>7}{'decode tok/s':>14}{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}"
+    header = (f"{'mode':<14}{'region':<13}{'prompts':>8}{'tokens':>8}{'tau':>7}{'decode tok/s':>14}"
+              f"{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}")
     lines = [header, "-" * len(header)]
-    for row in rows:
-        speedup = f"{row['speedup_vs_baseline']:.2f}x" if row["speedup_vs_baseline"] else "-"
-        lines.append(f"{row['mode']:<14}{row['prompts']:>8}{row['tokens']:>8}{row['tau']:>7.2f}"
-                     f"{row['decode_tokens_per_s']:>14.2f}{row['total_tokens_per_s']:>11.2f}{speedup:>9}"
-                     f"{row['identical_to_baseline']:>11}")
+
+    def row(result: ModeResult, base: ModeResult | None, region: str) -> str:
+        data = result.summary(base)
+        speedup = f"{data['speedup_vs_baseline']:.2f}x" if data["speedup_vs_baseline"] else "-"
+        return (f"{data['mode']:<14}{region:<13}{data['prompts']:>8}{data['tokens']:>8}{data['tau']:>7.2f}"
+                f"{data['decode_tokens_per_s']:>14.2f}{data['total_tokens_per_s']:>11.2f}{speedup:>9}"
+                f"{data['identical_to_baseline']:>11}")
+
+    for result in results.values():
+        lines.append(row(result, baseline, "all"))
+    if by_region:
+        for region in sorted(baseline.by_region):
+            lines.append("")
+            for result in results.values():
+                if region in result.by_region:
+                    lines.append(row(result.by_region[region], baseline.by_region[region], region))
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""`nestling bench`: AR and speculative decoding side by side on the same prompts, in one run."""
+"""`nestling bench`: decoding modes side by side on the same prompts, in one run."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from pathlib import Path
 
 from ..bench.prompts import collect
 from ..bench.runner import environment, format_table, run_bench
-from ..runtime import MODES, load_runtime
+from ..runtime import MODE_HELP, MODES, load_runtime
 from ..speculative.drafter import TreeBudget
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "bench" / "data"
 
 
 def add_parser(sub, add_model_options) -> None:
-    p = sub.add_parser("bench", help="measure AR vs speculative decoding side by side")
+    modes = "; ".join(f"{m}: {h}" for m, h in MODE_HELP.items())
+    p = sub.add_parser("bench", help="measure decoding modes side by side (AR vs speculative and its ablations)")
     p.add_argument("sources", nargs="*", type=Path,
                    help="source files/folders (cursor positions are picked deterministically), .jsonl prompt "
                         "files, or 'humaneval' (HumanEval's prompts; needs nestling[bench]); "
@@ -22,39 +23,48 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--per-file", type=int, default=4, help="cursor positions per source file (default 4)")
     p.add_argument("--limit", type=int, help="use at most this many prompts")
     p.add_argument("--max-tokens", type=int, default=64, help="tokens generated per prompt (default 64)")
-    p.add_argument("--modes", default=",".join(MODES), help="comma-separated; the first is the baseline")
-    p.add_argument("--top-k", type=int, default=TreeBudget.top_k, help="tree: children per node")
-    p.add_argument("--depth", type=int, default=TreeBudget.depth, help="tree: draft depth")
-    p.add_argument("--total-tokens", type=int, default=TreeBudget.total_tokens, help="tree: nodes verified")
+    p.add_argument("--modes", default="ar,spec", help=f"comma-separated, the first is the baseline ({modes})")
+    p.add_argument("--ablation", action="store_true", help="all modes: " + ",".join(MODES))
+    p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
+    p.add_argument("--top-k", type=int, default=TreeBudget.top_k, help="eagle-ref tree: children per node")
+    p.add_argument("--depth", type=int, default=TreeBudget.depth, help="eagle-ref tree: draft depth")
+    p.add_argument("--total-tokens", type=int, default=TreeBudget.total_tokens, help="eagle-ref tree: nodes verified")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     add_model_options(p)
 
 
 def run(args) -> int:
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES)})")
+    if args.max_tokens < 1:
+        raise ValueError("--max-tokens must be at least 1")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget)
-    engines = {mode: runtime.engine(mode) for mode in modes}
-    results = run_bench(runtime.target, engines, prompts, args.max_tokens)
+    results = run_bench(runtime, modes, prompts, args.max_tokens)
     baseline = next(iter(results.values()))
     report = {
         "environment": environment(runtime),
-        "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "tree": vars(budget)},
+        "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "eagle_ref_tree": vars(budget),
+                     "sources": [str(s) for s in (args.sources or [DEFAULT_PROMPTS])]},
         "modes": [r.summary(baseline) for r in results.values()],
+        "by_region": {region: [r.by_region[region].summary(baseline.by_region.get(region))
+                               for r in results.values() if region in r.by_region]
+                      for region in sorted(baseline.by_region)},
         "per_prompt": {mode: r.per_prompt for mode, r in results.items()},
     }
+    if runtime._profile is not None:
+        report["cost_profile"] = {"verify_ms": runtime.profile.verify_ms, "draft_step_ms": runtime.profile.draft_step_ms}
     if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
+        args.out.write_text(json.dumps(report, indent=2, default=str))
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2, default=str))
     else:
         env = report["environment"]
         print(f"model {env['model']} on {env['device']} ({env['dtype']}), head {env['head']}, "
               f"{len(prompts)} prompts, {args.max_tokens} new tokens each")
-        print(format_table(results))
+        print(format_table(results, by_region=args.by_region))
     return 0

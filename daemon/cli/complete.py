@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from ..context.fim import build_fim_prompt, split_at
-from ..runtime import MODES, load_runtime
+from ..context.languages import find_language
+from ..context.syntax import SyntaxDocument
+from ..runtime import MODE_HELP, MODES, load_runtime
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 
@@ -18,7 +20,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--line", type=int, required=True, help="1-based line of the cursor")
     p.add_argument("--col", type=int, required=True, help="1-based column of the cursor (in characters)")
     p.add_argument("--max-tokens", type=int, default=64, help="most tokens to generate (default 64)")
-    p.add_argument("--mode", choices=MODES, default="spec", help="spec (default) or ar (plain decoding)")
+    p.add_argument("--mode", choices=MODES, default="spec",
+                   help="; ".join(f"{m}: {h}" for m, h in MODE_HELP.items()))
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, help="seed for sampling")
@@ -37,21 +40,24 @@ def run(args) -> int:
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=args.file.name)
+    region = SyntaxDocument(text, find_language(None, str(args.file))).region_at(len(prefix))
     generation = runtime.engine(args.mode).generate(
         prompt.token_ids,
         Sampling(temperature=args.temperature, top_p=args.top_p, seed=args.seed),
         StopRule(max_new_tokens=args.max_tokens, stop_strings=tuple(args.stop)),
+        budget=runtime.budget_for(args.mode, region),
     ).run()
     stats = generation.stats
     if args.json:
-        print(json.dumps({"text": generation.text, "mode": args.mode, **runtime.describe(),
-                          "stats": stats.to_dict()}))
+        print(json.dumps({"text": generation.text, "mode": args.mode, "region": region.value,
+                          **runtime.describe(), "stats": stats.to_dict()}))
         return 0
     sys.stdout.write(generation.text + "\n")
     print(
         f"-- {stats.new_tokens} tokens, mode {args.mode}, tau {stats.tau:.2f}, "
         f"{stats.decode_tokens_per_s:.1f} tok/s decode, prefill {stats.prefill_ms:.0f} ms "
-        f"({stats.prompt_tokens} prompt tokens), total {stats.total_ms:.0f} ms, stop: {stats.stop_reason}; "
+        f"({stats.prompt_tokens} prompt tokens), total {stats.total_ms:.0f} ms, stop: {stats.stop_reason}, "
+        f"region {region.value}; "
         f"head: {runtime.head_source}",
         file=sys.stderr,
     )

@@ -7,9 +7,9 @@ import logging
 import sys
 
 from ..models.errors import ModelLoadError
-from . import bench, complete, train_head
+from . import bench, complete, profile, train_head
 
-COMMANDS = {"complete": complete, "bench": bench, "train-head": train_head}
+COMMANDS = {"complete": complete, "bench": bench, "profile": profile, "train-head": train_head}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

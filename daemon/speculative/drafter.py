@@ -13,7 +13,7 @@ from typing import Protocol
 
 import torch
 
-from .tree import DraftTree, root_only
+from .tree import Candidates, DraftTree, root_only, select_tree, sorted_values
 
 
 @dataclass
@@ -24,13 +24,33 @@ class DraftInput:
     features: torch.Tensor  # [L, H] target features (input of the lm_head) at each committed position
 
 
+class TreeSizer(Protocol):
+    """Chooses how many draft nodes to verify and whether another draft step pays (latency-aware sizing)."""
+
+    def best_size(self, values: torch.Tensor, draft_steps: int, limit: int) -> int:
+        """Nodes to verify, given node values best first [C] and the draft steps spent."""
+
+    def deepen(self, values: torch.Tensor, frontier_values: torch.Tensor, draft_steps: int, limit: int) -> bool:
+        """Whether one more draft step (expanding `frontier_values` [k]) is expected to pay for itself."""
+
+
 @dataclass
 class TreeBudget:
-    """How big a tree to draft. Defaults are the reference EAGLE-2 ones."""
+    """How big a tree to draft. Defaults are the reference EAGLE-2 ones (a fixed 60-node, depth-7 tree)."""
 
-    top_k: int = 10  # children expanded per node, and nodes kept per depth
-    depth: int = 6  # draft depth = head forwards per step
-    total_tokens: int = 60  # draft nodes verified per step, root excluded
+    top_k: int = 10  # children expanded per node, and frontier nodes kept per depth
+    depth: int = 7  # most draft steps (head forwards) per tree
+    total_tokens: int = 60  # most draft nodes verified per step, root excluded
+    min_prob: float = 0.0  # confidence-adaptive growth: a node whose path value is below this is not expanded
+    sizer: TreeSizer | None = None  # latency-aware size and depth; None = always total_tokens and depth
+
+
+def select(root: int, candidates: Candidates, budget: TreeBudget, draft_steps: int) -> DraftTree:
+    """The verified tree: the best candidates, as many as the sizer finds worth it (else total_tokens)."""
+    size = budget.total_tokens
+    if budget.sizer is not None and candidates.count:
+        size = budget.sizer.best_size(sorted_values(candidates), draft_steps, budget.total_tokens)
+    return select_tree(root, candidates, size)
 
 
 class Drafter(Protocol):

@@ -9,13 +9,15 @@ feature) and each expands top_k children. All expanded children are candidates; 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..models.eagle_head import EagleHead
 from ..models.kv_cache import new_cache, truncate
-from .drafter import DraftInput, TreeBudget
+from .drafter import DraftInput, TreeBudget, select
 from .masks import block_mask, causal_mask
-from .tree import DraftTree, root_only, select_tree
+from .tree import SOURCE_HEAD, Candidates, DraftTree
 
 
 class EagleDrafter:
@@ -39,15 +41,20 @@ class EagleDrafter:
     @torch.no_grad()
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or self.budget
+        candidates, steps = self.draft_candidates(draft_input, budget)
+        return select(int(draft_input.tokens[-1]), candidates, budget, steps)
+
+    @torch.no_grad()
+    def draft_candidates(self, draft_input: DraftInput, budget: TreeBudget) -> tuple[Candidates, int]:
+        """(candidates, head forwards spent) below the root draft_input.tokens[-1]."""
         tokens, features = draft_input.tokens, draft_input.features
         committed = features.shape[0]
-        root = int(tokens[-1])
         if budget.total_tokens <= 0 or budget.depth <= 0 or committed == 0:
-            return root_only(root, tokens.device)
+            return Candidates.empty(tokens.device), 0
         last = self._consume(tokens, features)
-        candidates = self._expand(last, committed, budget)
+        candidates, steps = self._expand(last, committed, budget)
         truncate(self.cache, self.length)
-        return select_tree(root, *candidates, budget=budget.total_tokens)
+        return candidates, steps
 
     def _consume(self, tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """Feed the unseen pairs through the head; returns its last output [H] (the root's features)."""
@@ -65,10 +72,10 @@ class EagleDrafter:
         top_lp, top_ids = log_probs.topk(k, dim=-1)
         return top_lp, self.head.to_target_ids(top_ids)
 
-    def _expand(self, last: torch.Tensor, committed: int, budget: TreeBudget):
+    def _expand(self, last: torch.Tensor, committed: int, budget: TreeBudget) -> tuple[Candidates, int]:
         device, dtype = last.device, last.dtype
         k = max(1, min(budget.top_k, self.head.draft_vocab_size))
-        scores, ids = self._top_children(last, k)  # depth 1
+        scores, ids = self._top_children(last, k)  # depth 1: the consume forward was draft step 1
         tokens, parents, log_probs, depths = [ids], [torch.full((k,), -1, device=device)], [scores], [
             torch.ones(k, dtype=torch.long, device=device)
         ]
@@ -76,25 +83,38 @@ class EagleDrafter:
         frontier_tokens, frontier_scores = ids, scores
         frontier_hidden = last.expand(k, -1)
         tree_allowed = torch.zeros((k, 0), dtype=torch.bool, device=device)  # frontier -> earlier tree entries
-        eye = torch.eye(k, dtype=torch.bool, device=device)
-        offset = k
+        offset, steps = k, 1
+        min_log_prob = math.log(budget.min_prob) if budget.min_prob > 0 else -math.inf
         for depth in range(2, budget.depth + 1):
-            allowed = torch.cat([tree_allowed, eye], dim=1)  # [k, entries + k]
+            keep = frontier_scores >= min_log_prob  # confidence-adaptive growth
+            if not bool(keep.any()):
+                break
+            if budget.sizer is not None and not budget.sizer.deepen(
+                    torch.cat(log_probs).exp().sort(descending=True).values, frontier_scores[keep].exp(), steps,
+                    budget.total_tokens):
+                break
+            frontier_ids, frontier_tokens, frontier_scores = frontier_ids[keep], frontier_tokens[keep], frontier_scores[keep]
+            frontier_hidden, tree_allowed = frontier_hidden[keep], tree_allowed[keep]
+            width = frontier_ids.numel()
+            allowed = torch.cat([tree_allowed, torch.eye(width, dtype=torch.bool, device=device)], dim=1)
             mask = block_mask(allowed, committed, dtype)
-            positions = torch.full((1, k), committed + depth - 2, device=device)
+            positions = torch.full((1, width), committed + depth - 2, device=device)
             hidden = self.head(frontier_hidden[None], frontier_tokens[None], positions, mask, self.cache)[0]
-            child_lp, child_ids = self._top_children(hidden, k)  # [k, k]
+            steps += 1
+            child_lp, child_ids = self._top_children(hidden, k)  # [width, k]
             cumulative = frontier_scores[:, None] + child_lp
             tokens.append(child_ids.flatten())
             parents.append(frontier_ids.repeat_interleave(k))
             log_probs.append(cumulative.flatten())
-            depths.append(torch.full((k * k,), depth, dtype=torch.long, device=device))
-            best_scores, best = cumulative.flatten().topk(k)
+            depths.append(torch.full((width * k,), depth, dtype=torch.long, device=device))
+            best_scores, best = cumulative.flatten().topk(min(k, width * k))
             rows = best // k
             frontier_ids = offset + best
             frontier_tokens, frontier_scores = child_ids.flatten()[best], best_scores
             frontier_hidden = hidden[rows]
             tree_allowed = allowed[rows]
-            offset += k * k
-        return torch.cat(tokens), torch.cat(parents), torch.cat(log_probs), torch.cat(depths)
-
+            offset += width * k
+        all_tokens = torch.cat(tokens)
+        candidates = Candidates(all_tokens, torch.cat(parents), torch.cat(log_probs).float(), torch.cat(depths),
+                                torch.full_like(all_tokens, SOURCE_HEAD, dtype=torch.int8))
+        return candidates, steps

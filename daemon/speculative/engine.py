@@ -48,11 +48,13 @@ class SpeculativeEngine:
         return SequenceState.empty(self.target, self.make_drafter())
 
     def generate(self, prompt: list[int], sampling: Sampling | None = None, stop: StopRule | None = None,
-                 state: SequenceState | None = None) -> "Generation":
-        """A lazy generation: iterate it for token chunks as they are accepted, or call run()."""
+                 state: SequenceState | None = None, budget: TreeBudget | None = None) -> "Generation":
+        """A lazy generation: iterate it for token chunks as they are accepted, or call run().
+        `budget` overrides the engine's tree budget for this generation (e.g. one shaped by the region)."""
         if not prompt:
             raise ValueError("prompt must hold at least one token")
-        return Generation(self, list(prompt), sampling or Sampling(), stop or StopRule(), state or self.new_state())
+        return Generation(self, list(prompt), sampling or Sampling(), stop or StopRule(), state or self.new_state(),
+                          budget)
 
     def budget_for(self, state: SequenceState) -> TreeBudget:
         return self.budget(state) if callable(self.budget) else self.budget
@@ -65,6 +67,7 @@ class Generation:
     sampling: Sampling
     stop: StopRule
     state: SequenceState
+    budget: TreeBudget | None = None  # tree budget for this generation (None: the engine's)
     tokens: list[int] = field(default_factory=list)  # output tokens, stop rules applied
     text: str | None = None  # decoded output, cut at a stop string (None without a tokenizer)
     stats: GenerationStats = field(default_factory=GenerationStats)
@@ -100,7 +103,7 @@ class Generation:
                 tokens=torch.tensor(self.state.tokens + [root], device=target.device),
                 features=self.state.features.view(),
             )
-            tree = self.state.drafter.propose(draft_input, self.engine.budget_for(self.state))
+            tree = self.state.drafter.propose(draft_input, self.budget or self.engine.budget_for(self.state))
             verify_start = clock.now()
             acceptance = self._verify_and_commit(tree, generator)
             self.stats.draft_ms += verify_start - tree_start

@@ -96,22 +96,44 @@ def root_only(root: int, device: torch.device | str = "cpu") -> DraftTree:
     )
 
 
-def select_tree(
-    root: int,
-    tokens: torch.Tensor,  # [C] int64 candidate tokens (target ids)
-    parents: torch.Tensor,  # [C] int64 index of each candidate's parent candidate, -1 = the root
-    log_probs: torch.Tensor,  # [C] float32 cumulative draft log-probabilities
-    depths: torch.Tensor,  # [C] int64 candidate depths (>= 1)
-    budget: int,  # number of draft nodes to keep (root excluded)
-    sources: torch.Tensor | None = None,  # [C] int8 drafter id of each candidate
-) -> DraftTree:
-    """Keep the `budget` best candidates by cumulative log-probability and build the tree (EAGLE-2).
+@dataclass
+class Candidates:
+    """Draft nodes proposed below the root, before selection. Parents come before children."""
 
-    Candidates must list parents before children. A child's score never exceeds its parent's, so
-    ordering by (score descending, depth ascending) keeps the selection closed under ancestors.
+    tokens: torch.Tensor  # [C] int64 target token ids
+    parents: torch.Tensor  # [C] int64 index of each candidate's parent candidate; -1 = the root
+    log_probs: torch.Tensor  # [C] float32 log of the node's value: the estimated chance the target accepts its path
+    depths: torch.Tensor  # [C] int64 depth below the root (>= 1)
+    sources: torch.Tensor  # [C] int8 which drafter proposed it (SOURCE_HEAD or SOURCE_LOOKUP)
+
+    @property
+    def count(self) -> int:
+        return int(self.tokens.numel())
+
+    @classmethod
+    def empty(cls, device) -> "Candidates":
+        return cls(*(torch.empty(0, dtype=d, device=device)
+                     for d in (torch.long, torch.long, torch.float32, torch.long, torch.int8)))
+
+
+SOURCE_HEAD = 0  # the EAGLE head
+SOURCE_LOOKUP = 1  # n-gram lookup in the sequence so far
+
+
+def sorted_values(candidates: Candidates) -> torch.Tensor:
+    """[C] node values (probabilities), best first."""
+    return candidates.log_probs.exp().sort(descending=True).values
+
+
+def select_tree(root: int, candidates: Candidates, budget: int) -> DraftTree:
+    """Keep the `budget` best candidates by value and build the tree (EAGLE-2's selection).
+
+    A child's value never exceeds its parent's, so ordering by (value descending, depth ascending)
+    keeps the selection closed under ancestors.
     """
+    tokens, parents, log_probs, depths = candidates.tokens, candidates.parents, candidates.log_probs, candidates.depths
     device = tokens.device
-    count = min(int(budget), int(tokens.numel()))
+    count = min(int(budget), candidates.count)
     if count <= 0:
         return root_only(root, device)
     by_depth = torch.argsort(depths, stable=True)
@@ -123,14 +145,10 @@ def select_tree(
     mapped_parents = torch.where(kept_parents >= 0, new_index[kept_parents.clamp(min=0)], 0)
     if bool((mapped_parents < 0).any()):
         raise ValueError("select_tree: a kept candidate's parent was not kept (candidates not ancestor-closed)")
-    root_t = torch.tensor([root], dtype=torch.long, device=device)
-    source_t = None
-    if sources is not None:
-        source_t = torch.cat([torch.zeros(1, dtype=sources.dtype, device=device), sources[keep]])
     return DraftTree(
-        tokens=torch.cat([root_t, tokens[keep]]),
+        tokens=torch.cat([torch.tensor([root], dtype=torch.long, device=device), tokens[keep]]),
         parents=torch.cat([torch.tensor([-1], device=device), mapped_parents]),
         depths=torch.cat([torch.zeros(1, dtype=torch.long, device=device), depths[keep]]),
         log_probs=torch.cat([torch.zeros(1, device=device), log_probs[keep].float()]),
-        sources=source_t,
+        sources=torch.cat([torch.zeros(1, dtype=torch.int8, device=device), candidates.sources[keep]]),
     )

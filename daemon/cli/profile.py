@@ -1,0 +1,62 @@
+"""`nestling profile`: measure the verification cost curve and the draft step cost on this device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
+from ..runtime import load_runtime
+
+
+def add_parser(sub, add_model_options) -> None:
+    p = sub.add_parser("profile", help="measure T_verify(W) and the draft step cost; cache and optionally plot them")
+    p.add_argument("--context", type=int, default=300, help="committed tokens while measuring (default 300)")
+    p.add_argument("--repeats", type=int, default=4, help="timed runs per size; the median is kept (default 4)")
+    p.add_argument("--plot", type=Path, help="write a PNG of the curve (needs matplotlib)")
+    p.add_argument("--json", action="store_true")
+    add_model_options(p)
+
+
+def plot_curve(profile, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
+    sizes = sorted(profile.verify_ms)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot(sizes, [profile.verify_ms[s] for s in sizes], marker="o", label="verify forward")
+    ax.axhline(profile.draft_step_ms, color="grey", linestyle="--", label=f"one draft step ({profile.draft_step_ms:.1f} ms)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens verified in one forward (W)")
+    ax.set_ylabel("ms (median)")
+    m = profile.measured
+    ax.set_title(f"{m.get('model')} on {m.get('device')} ({m.get('dtype', '').removeprefix('torch.')}), "
+                 f"{profile.context_tokens}-token context", fontsize=9)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def run(args) -> int:
+    runtime = load_runtime(args.model, args.head, args.device, args.dtype)
+    profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
+                      repeats=args.repeats)
+    path = profile_path(profile.key)
+    profile.save(path)
+    if args.plot:
+        plot_curve(profile, args.plot)
+    if args.json:
+        print(json.dumps({"path": str(path), "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms}))
+        return 0
+    print(f"{runtime.target.name} on {runtime.target.device} ({runtime.target.dtype}), context {args.context}, "
+          f"saved to {path}")
+    print("W:  " + "".join(f"{w:>8}" for w in profile.verify_ms))
+    print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))
+    print(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a "
+          f"one-token verify forward)")
+    return 0

@@ -1,0 +1,53 @@
+"""The language table (grammars/languages.toml): LSP languageIds and file suffixes -> grammar and region queries."""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import PurePath
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    name: str  # table key, e.g. "python"
+    language_ids: tuple[str, ...]  # LSP languageIds
+    extensions: tuple[str, ...]  # file suffixes
+    module: str  # grammar package
+    function: str  # its function returning the language pointer
+    queries: str  # folder of regions.scm
+
+
+@lru_cache(maxsize=1)
+def language_table() -> dict[str, LanguageSpec]:
+    data = tomllib.loads(resources.files("nestling.grammars").joinpath("languages.toml").read_text())
+    return {name: LanguageSpec(name, tuple(row["language_ids"]), tuple(row["extensions"]), row["module"],
+                               row["function"], row["queries"]) for name, row in data.items()}
+
+
+def find_language(language_id: str | None = None, path: str | None = None) -> LanguageSpec | None:
+    """The table row for an LSP languageId or, failing that, a file path's suffix; None when unknown."""
+    table = language_table().values()
+    if language_id:
+        for spec in table:
+            if language_id in spec.language_ids or language_id == spec.name:
+                return spec
+    if path:
+        suffix = PurePath(path).suffix.lower()
+        for spec in table:
+            if suffix in spec.extensions:
+                return spec
+    return None
+
+
+@lru_cache(maxsize=None)
+def load_grammar(spec: LanguageSpec):
+    """(tree_sitter.Language, regions Query) for a table row; raises ImportError if the grammar is missing."""
+    from tree_sitter import Language, Query
+
+    module = importlib.import_module(spec.module)
+    language = Language(getattr(module, spec.function)())
+    source = resources.files("nestling.grammars").joinpath(spec.queries, "regions.scm").read_text()
+    return language, Query(language, source)

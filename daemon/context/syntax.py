@@ -1,0 +1,120 @@
+"""The syntax region at the cursor, from a tree-sitter parse kept up to date incrementally.
+
+A document is parsed once, then each edit is applied with `Tree.edit` and a reparse that reuses the old
+tree. The region comes from the language's `regions.scm` query run over a tiny byte range around the
+cursor: the innermost captured node containing the cursor names it (the smallest, then the deepest);
+for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones). Unknown languages, missing grammars
+and parse failures give the neutral region, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+
+from .languages import LanguageSpec, load_grammar
+
+log = logging.getLogger(__name__)
+
+
+class Region(str, Enum):
+    BOILERPLATE = "boilerplate"  # imports, signatures, scaffolding, literals, closing brackets
+    LOGIC = "logic"  # conditions, expressions and statements inside bodies
+    COMMENT = "comment"  # comments and docstrings
+    STRING = "string"  # inside a string literal
+    NEUTRAL = "neutral"  # unknown language, top level, or no capture
+
+
+
+
+class SyntaxDocument:
+    """One document's text and parse tree."""
+
+    def __init__(self, text: str, language: LanguageSpec | None):
+        self.language = language
+        self.text = text
+        self._bytes = text.encode("utf-8")
+        self._parser = self._query = self._tree = None
+        if language is not None:
+            try:
+                from tree_sitter import Parser
+
+                grammar, self._query = load_grammar(language)
+                self._parser = Parser(grammar)
+                self._tree = self._parser.parse(self._bytes)
+            except Exception as exc:  # a missing grammar package or a broken query: neutral regions
+                log.warning("no syntax regions for %s: %s", language.name, exc)
+                self._parser = self._query = self._tree = None
+
+    def byte_offset(self, char_offset: int) -> int:
+        return len(self.text[:char_offset].encode("utf-8"))
+
+    def _point(self, byte_offset: int) -> tuple[int, int]:
+        row = self._bytes.count(b"\n", 0, byte_offset)
+        line_start = self._bytes.rfind(b"\n", 0, byte_offset) + 1
+        return row, byte_offset - line_start
+
+    def edit(self, start: int, end: int, new_text: str) -> None:
+        """Replace characters [start, end) with `new_text` and reparse incrementally."""
+        if not 0 <= start <= end <= len(self.text):
+            raise ValueError(f"edit range {start}..{end} is outside the document (length {len(self.text)})")
+        start_byte, old_end_byte = self.byte_offset(start), self.byte_offset(end)
+        start_point, old_end_point = self._point(start_byte), self._point(old_end_byte)
+        self.text = self.text[:start] + new_text + self.text[end:]
+        self._bytes = self._bytes[:start_byte] + new_text.encode("utf-8") + self._bytes[old_end_byte:]
+        if self._tree is None:
+            return
+        new_end_byte = start_byte + len(new_text.encode("utf-8"))
+        self._tree.edit(start_byte=start_byte, old_end_byte=old_end_byte, new_end_byte=new_end_byte,
+                        start_point=start_point, old_end_point=old_end_point, new_end_point=self._point(new_end_byte))
+        self._tree = self._parser.parse(self._bytes, self._tree)
+
+    def replace(self, text: str) -> None:
+        """Replace the whole text, as one edit spanning what changed (common prefix and suffix kept)."""
+        old = self.text
+        prefix = 0
+        limit = min(len(old), len(text))
+        while prefix < limit and old[prefix] == text[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old[len(old) - 1 - suffix] == text[len(text) - 1 - suffix]:
+            suffix += 1
+        self.edit(prefix, len(old) - suffix, text[prefix : len(text) - suffix])
+
+    def sexp(self) -> str:
+        return str(self._tree.root_node) if self._tree is not None else ""
+
+    def region_at(self, char_offset: int) -> Region:
+        """The region at a cursor before character `char_offset`."""
+        if self._tree is None:
+            return Region.NEUTRAL
+        try:
+            return self._region_at_byte(self.byte_offset(char_offset))
+        except Exception as exc:
+            log.warning("region lookup failed: %s", exc)
+            return Region.NEUTRAL
+
+    def _region_at_byte(self, cursor: int) -> Region:
+        from tree_sitter import QueryCursor
+
+        query_cursor = QueryCursor(self._query)
+        query_cursor.set_byte_range(max(0, cursor - 1), min(len(self._bytes), cursor + 1))
+        best = None
+        for pattern, captures in query_cursor.matches(self._tree.root_node):
+            for name, nodes in captures.items():
+                for node in nodes:
+                    # a cursor right after a closing quote is outside the string; elsewhere ends count
+                    inside = node.start_byte < cursor < node.end_byte if name == "string" else \
+                        node.start_byte <= cursor <= node.end_byte
+                    key = (node.end_byte - node.start_byte, -_depth(node), pattern)
+                    if inside and (best is None or key < best[0]):
+                        best = (key, name)
+        return Region(best[1]) if best else Region.NEUTRAL
+
+
+def _depth(node) -> int:
+    depth = 0
+    while node.parent is not None:
+        node = node.parent
+        depth += 1
+    return depth

@@ -1,0 +1,145 @@
+"""The measured cost of verification and drafting on this device: T_verify(W) and T_draft per step.
+
+Measured once per (model, device, dtype, library versions, head) at a realistic context length and
+cached on disk; `nestling profile` re-measures and plots it. Verification is nearly flat up to a few
+dozen tokens on a CPU and differs on a GPU, so the tree size must come from this curve.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..models.kv_cache import new_cache, truncate
+from ..models.paths import cache_dir
+from ..speculative.drafter import DraftInput, TreeBudget
+from ..speculative.masks import block_mask
+from ..speculative.stats import Clock
+
+VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+
+
+@dataclass
+class CostProfile:
+    key: str  # what the measurement is valid for (model, device, dtype, versions, head)
+    context_tokens: int  # committed tokens in the cache while measuring
+    verify_ms: dict[int, float]  # W tree tokens (root included) -> median ms of one verify forward
+    draft_step_ms: float  # median ms of one head forward over top_k frontier nodes + its top-k
+    measured: dict = field(default_factory=dict)  # device/dtype/versions, for the record
+
+    def verify_cost(self, size: int) -> float:
+        """T_verify for `size` tokens, interpolated linearly between measured sizes."""
+        points = sorted(self.verify_ms.items())
+        if size <= points[0][0]:
+            return points[0][1]
+        for (w0, t0), (w1, t1) in zip(points, points[1:]):
+            if size <= w1:
+                return t0 + (t1 - t0) * (size - w0) / (w1 - w0)
+        (w0, t0), (w1, t1) = points[-2], points[-1]
+        return t1 + (t1 - t0) / (w1 - w0) * (size - w1)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> "CostProfile":
+        data = json.loads(path.read_text())
+        data["verify_ms"] = {int(k): float(v) for k, v in data["verify_ms"].items()}
+        return cls(**data)
+
+
+def profile_key(target, head) -> str:
+    import transformers
+
+    device = torch.cuda.get_device_name(target.device) if target.device.type == "cuda" else platform.processor() or platform.machine()
+    parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
+             str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0))]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def profile_path(key: str) -> Path:
+    return cache_dir() / "profiles" / f"{key}.json"
+
+
+def _median_ms(fn, repeats: int, clock: Clock) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = clock.now()
+        fn()
+        times.append(clock.now() - start)
+    return statistics.median(times)
+
+
+@torch.no_grad()
+def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 4, top_k: int = 10,
+            progress=None) -> CostProfile:
+    """Time verify forwards of W chain tokens after a `context_tokens` prefix, and one draft step."""
+    clock = Clock(target.device)
+    generator = torch.Generator().manual_seed(0)
+    vocab = target.config.vocab_size
+    context = torch.randint(0, min(vocab, 30000), (1, context_tokens), generator=generator).to(target.device)
+    cache = new_cache(target.config)
+    target.forward(context, torch.arange(context_tokens, device=target.device)[None], cache, logits_for=slice(-1, None))
+    verify_ms = {}
+    for size in sizes:
+        ids = torch.randint(0, min(vocab, 30000), (1, size), generator=generator).to(target.device)
+        positions = torch.arange(context_tokens, context_tokens + size, device=target.device)[None]
+        allowed = torch.ones((size, size), dtype=torch.bool, device=target.device).tril()
+        mask = block_mask(allowed, context_tokens, target.dtype) if size > 1 else None
+
+        def verify():
+            target.forward(ids, positions, cache, attention_mask=mask)
+            truncate(cache, context_tokens)
+
+        verify_ms[size] = round(_median_ms(verify, repeats, clock), 3)
+        if progress:
+            progress(size)
+    draft_ms = 0.0
+    if head is not None:
+        from ..speculative.eagle_drafter import EagleDrafter
+
+        drafter = EagleDrafter(head)
+        features, _ = target.forward(context[:, :64], torch.arange(64, device=target.device)[None], new_cache(target.config),
+                                     logits_for=slice(-1, None))
+        draft_input = DraftInput(tokens=context[0, :65], features=features)
+        one_step = TreeBudget(top_k=top_k, depth=1, total_tokens=top_k)
+        two_steps = TreeBudget(top_k=top_k, depth=2, total_tokens=top_k)
+
+        def run(budget):
+            drafter.reset()
+            drafter.draft_candidates(draft_input, budget)
+
+        # one expansion step = (depth-2 draft) - (depth-1 draft): excludes consuming the 64 pairs
+        draft_ms = max(0.0, _median_ms(lambda: run(two_steps), repeats, clock) - _median_ms(lambda: run(one_step), repeats, clock))
+    import transformers
+
+    return CostProfile(
+        key=profile_key(target, head), context_tokens=context_tokens, verify_ms=verify_ms,
+        draft_step_ms=round(draft_ms, 3),
+        measured={"model": target.name, "device": str(target.device), "dtype": str(target.dtype),
+                  "torch": torch.__version__, "transformers": transformers.__version__,
+                  "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S")},
+    )
+
+
+def load_or_measure(target, head, progress=None) -> CostProfile:
+    """The cached profile for this target/head/device, measuring it on first use."""
+    key = profile_key(target, head)
+    path = profile_path(key)
+    if path.is_file():
+        try:
+            return CostProfile.load(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a corrupt profile is simply measured again
+    profile = measure(target, head, progress=progress)
+    profile.save(path)
+    return profile

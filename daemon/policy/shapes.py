@@ -1,0 +1,34 @@
+"""Tree shape priors per syntax region: boilerplate continues with near certainty (deep, narrow trees),
+logic branches (wide, shallow ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..context.syntax import Region
+from ..speculative.drafter import TreeBudget, TreeSizer
+
+
+@dataclass(frozen=True)
+class RegionShape:
+    top_k: int  # children per node / frontier width
+    depth: int  # most draft steps
+    min_prob: float  # stop growing a branch whose path value falls below this
+
+
+# Priors. Source: `nestling bench --by-region` on the held-out set (see BENCHMARKS.md, "Region priors");
+# boilerplate accepted long paths with few alternatives, logic short paths with many.
+REGION_SHAPES: dict[Region, RegionShape] = {
+    Region.BOILERPLATE: RegionShape(top_k=4, depth=9, min_prob=0.02),
+    Region.LOGIC: RegionShape(top_k=10, depth=5, min_prob=0.005),
+    Region.COMMENT: RegionShape(top_k=6, depth=6, min_prob=0.01),
+    Region.STRING: RegionShape(top_k=6, depth=7, min_prob=0.01),
+    Region.NEUTRAL: RegionShape(top_k=8, depth=7, min_prob=0.01),
+}
+
+
+def shaped_budget(region: Region, sizer: TreeSizer | None, max_nodes: int,
+                  shapes: dict[Region, RegionShape] = REGION_SHAPES) -> TreeBudget:
+    shape = shapes.get(region, shapes[Region.NEUTRAL])
+    return TreeBudget(top_k=shape.top_k, depth=shape.depth, total_tokens=max_nodes, min_prob=shape.min_prob,
+                      sizer=sizer)

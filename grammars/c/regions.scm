@@ -1,0 +1,24 @@
+; Regions at the cursor for C. The innermost capture containing the cursor names the region.
+(preproc_include) @boilerplate
+(preproc_def) @boilerplate
+(preproc_function_def) @boilerplate
+(parameter_list) @boilerplate
+(function_declarator declarator: (identifier) @boilerplate)
+(field_declaration_list) @boilerplate
+(enumerator_list) @boilerplate
+(initializer_list) @boilerplate
+(case_statement value: (_) @boilerplate)
+(compound_statement "}" @boilerplate)
+
+(compound_statement) @logic
+(expression_statement) @logic
+(return_statement) @logic
+(declaration) @logic
+(if_statement condition: (_) @logic)
+(while_statement condition: (_) @logic)
+(for_statement) @logic
+
+(comment) @comment
+
+(string_literal) @string
+(char_literal) @string

@@ -1,0 +1,143 @@
+"""Region at the cursor on small snippets of every language; incremental parse equals a full parse."""
+
+import random
+
+import pytest
+
+from nestling.daemon.context.languages import find_language, language_table
+from nestling.daemon.context.syntax import Region, SyntaxDocument
+
+B, L, C, S, N = Region.BOILERPLATE, Region.LOGIC, Region.COMMENT, Region.STRING, Region.NEUTRAL
+CURSOR = "<|>"
+
+CASES = {
+    "python": [
+        ("import o<|>s\n", B),
+        ("from typing import (Any, <|>)\n", B),
+        ("@dataclass<|>\nclass A:\n    pass\n", B),
+        ("def f(a, b<|>):\n    pass\n", B),
+        ("def f(a):\n    x = a + 1<|>\n    return x\n", L),
+        ("def f(a):\n    if a > <|>:\n        pass\n", L),
+        ("def f(a):\n    <|>\n    return a\n", L),
+        ("x = {'a': 1, <|>}\n", B),
+        ("# a comm<|>ent\nx = 1\n", C),
+        ('def f():\n    """Docs<|> here."""\n    return 1\n', C),
+        ("x = 'hel<|>lo'\n", S),
+        ("x = 1\n<|>\n", N),
+    ],
+    "javascript": [
+        ("import { a<|> } from 'b';\n", B),
+        ("function f(a, <|>) {}\n", B),
+        ("function f(a) {\n  const x = a * 2<|>;\n  return x;\n}\n", L),
+        ("const o = { a: 1, <|> };\n", B),
+        ("function f() {\n  return 1;\n<|>}\n", B),
+        ("// note<|>\n", C),
+        ("const s = 'ab<|>c';\n", S),
+    ],
+    "typescript": [
+        ("import { A } from './a<|>';\n", B),
+        ("interface P { name: st<|>ring }\n", B),
+        ("function f(a: number<|>): void {}\n", B),
+        ("function f(a: number): number {\n  if (a > <|>) { return 1; }\n  return 0;\n}\n", L),
+        ("/* block <|>*/\n", C),
+    ],
+    "go": [
+        ('package main\n\nimport "fm<|>t"\n', B),
+        ("package main\n\nfunc f(a int, <|>) {}\n", B),
+        ("package main\n\nfunc f(a int) int {\n\tb := a + 1<|>\n\treturn b\n}\n", L),
+        ("package main\n\nvar x = []int{1, <|>}\n", B),
+        ("package main\n\n// doc<|>\nfunc f() {}\n", C),
+        ('package main\n\nvar s = "ab<|>c"\n', S),
+    ],
+    "rust": [
+        ("use std::collections::Hash<|>Map;\n", B),
+        ("fn f(a: i32, <|>) {}\n", B),
+        ("fn f(a: i32) -> i32 {\n    let b = a + 1<|>;\n    b\n}\n", L),
+        ("struct P {\n    x: i32,<|>\n}\n", B),
+        ("// note<|>\nfn f() {}\n", C),
+        ('fn f() { let s = "ab<|>c"; }\n', S),
+    ],
+    "java": [
+        ("import java.util.Li<|>st;\n", B),
+        ("class A {\n  void f(int a, <|>) {}\n}\n", B),
+        ("class A {\n  int f(int a) {\n    int b = a + 1<|>;\n    return b;\n  }\n}\n", L),
+        ("class A {\n  @Overr<|>ide\n  public String toString() { return \"\"; }\n}\n", B),
+        ("class A {\n  // note<|>\n}\n", C),
+        ('class A { String s = "ab<|>c"; }\n', S),
+    ],
+    "c": [
+        ("#include <std<|>io.h>\n", B),
+        ("int f(int a, <|>) { return a; }\n", B),
+        ("int f(int a) {\n  int b = a + 1<|>;\n  return b;\n}\n", L),
+        ("int xs[] = {1, 2, <|>};\n", B),
+        ("/* note<|> */\n", C),
+        ('const char *s = "ab<|>c";\n', S),
+    ],
+    "cpp": [
+        ("#include <vec<|>tor>\n", B),
+        ("namespace util {\nint f(int a, <|>);\n}\n", B),
+        ("int f(int a) {\n  auto b = a + 1<|>;\n  return b;\n}\n", L),
+        ("template <typename T<|>> T g(T x);\n", B),
+        ("// note<|>\n", C),
+    ],
+}
+
+
+def classify(language: str, snippet: str) -> Region:
+    offset = snippet.index(CURSOR)
+    text = snippet.replace(CURSOR, "")
+    return SyntaxDocument(text, language_table()[language]).region_at(offset)
+
+
+@pytest.mark.parametrize("language,snippet,expected",
+                         [(lang, snip, exp) for lang, cases in CASES.items() for snip, exp in cases])
+def test_region_at_cursor(language, snippet, expected):
+    assert classify(language, snippet) == expected
+
+
+def test_tsx_and_every_table_row_parse():
+    for spec in language_table().values():
+        assert SyntaxDocument("x", spec).sexp()  # grammar loads, query compiles
+
+
+def test_language_lookup_by_id_and_extension():
+    assert find_language("typescriptreact").name == "tsx"
+    assert find_language(None, "src/main.rs").name == "rust"
+    assert find_language("cobol", "x.cbl") is None
+
+
+def test_unknown_languages_and_bad_offsets_are_neutral():
+    assert SyntaxDocument("def f(): pass", None).region_at(5) == N
+    doc = SyntaxDocument("def f(:\n  ))) broken", language_table()["python"])
+    assert doc.region_at(3) in set(Region)
+    assert doc.region_at(10_000) in set(Region)
+
+
+def test_incremental_parse_equals_full_parse():
+    rng = random.Random(0)
+    spec = language_table()["python"]
+    text = "\n".join(f"def f{i}(x):\n    if x > {i}:\n        return [x, {i}]\n    return None\n" for i in range(40))
+    doc = SyntaxDocument(text, spec)
+    alphabet = ["a", " ", "\n", "(", ")", ":", "x", "é", "😀", "\t", "", "return "]
+    for _ in range(150):
+        start = rng.randint(0, len(doc.text))
+        end = min(len(doc.text), start + rng.choice([0, 0, 1, 3]))
+        doc.edit(start, end, rng.choice(alphabet))
+        if _ % 10 == 0:
+            assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()
+            offset = rng.randint(0, len(doc.text))
+            assert doc.region_at(offset) == SyntaxDocument(doc.text, spec).region_at(offset)
+    assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()
+
+
+def test_replace_applies_the_minimal_edit():
+    spec = language_table()["go"]
+    doc = SyntaxDocument("package main\n\nfunc f() {}\n", spec)
+    doc.replace("package main\n\nfunc g(a int) {}\n")
+    assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()
+
+
+def test_out_of_range_edits_are_refused():
+    doc = SyntaxDocument("abc", language_table()["c"])
+    with pytest.raises(ValueError):
+        doc.edit(2, 10, "x")

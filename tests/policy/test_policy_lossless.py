@@ -1,0 +1,88 @@
+"""The full policy (shapes, confidence cut, latency sizing, lookup branches) stays lossless."""
+
+from functools import lru_cache
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nestling.daemon.context.syntax import Region
+from nestling.daemon.policy.cost_model import CostProfile
+from nestling.daemon.policy.shapes import shaped_budget
+from nestling.daemon.policy.sizing import LatencySizer
+from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
+from nestling.daemon.speculative.eagle_drafter import EagleDrafter
+from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, merge_candidates
+from nestling.daemon.speculative.tree import Candidates
+from tiny import VOCAB, informed_head, tiny_target
+
+
+@lru_cache(maxsize=None)
+def setup():
+    target = tiny_target("qwen2", stop_ids=(VOCAB - 1,))
+    return target, informed_head(target)
+
+
+CPU_CURVE = CostProfile("t", 300, {1: 108.0, 4: 121.0, 8: 127.0, 16: 123.0, 32: 138.0, 64: 175.0, 128: 259.0}, 6.0)
+repetitive = st.lists(st.integers(0, 7), min_size=2, max_size=8).flatmap(
+    lambda motif: st.integers(1, 5).map(lambda n: motif * n))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(prompt=st.one_of(repetitive, st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=30)),
+       region=st.sampled_from(list(Region)), drafter=st.sampled_from(["merged", "lookup", "eagle"]),
+       max_new=st.integers(1, 40))
+def test_policy_output_equals_autoregressive(prompt, region, drafter, max_new):
+    target, head = setup()
+    budget = shaped_budget(region, LatencySizer(CPU_CURVE, 64), 64)
+    factory = {"merged": lambda: MergedDrafter(EagleDrafter(head), LookupDrafter()),
+               "lookup": LookupDrafter, "eagle": lambda: EagleDrafter(head)}[drafter]
+    spec = SpeculativeEngine(target, factory, budget).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    assert spec.tokens == ar.tokens
+
+
+def test_lookup_finds_the_most_recent_continuation_of_the_longest_match():
+    drafter = LookupDrafter(max_ngram=3, min_ngram=1, max_depth=4, branches=2)
+    tokens = torch.tensor([1, 2, 3, 9, 9, 1, 2, 3, 7, 7, 5, 2, 3])
+    found, n = drafter.continuations(tokens)
+    assert n == 2  # "2 3" occurs earlier; "5 2 3" does not
+    assert found == [[7, 7, 5, 2], [9, 9, 1, 2]]
+    assert drafter.continuations(torch.tensor([4, 5, 6]))[0] == []
+
+
+def test_lookup_alone_accepts_repeated_code():
+    target, _ = setup()
+    motif = [5, 17, 23, 42, 8, 61, 30]
+    prompt = motif * 4
+    spec = SpeculativeEngine(target, LookupDrafter, TreeBudget(total_tokens=10)).generate(
+        prompt, stop=StopRule(max_new_tokens=30)).run()
+    ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=30)).run()
+    assert spec.tokens == ar.tokens
+
+
+def test_merge_reuses_shared_prefixes_and_keeps_the_higher_value():
+    base = Candidates(torch.tensor([10, 11, 12]), torch.tensor([-1, -1, 0]), torch.log(torch.tensor([0.5, 0.3, 0.2])),
+                      torch.tensor([1, 1, 2]), torch.zeros(3, dtype=torch.int8))
+    extra = Candidates(torch.tensor([10, 13]), torch.tensor([-1, 0]), torch.log(torch.tensor([0.7, 0.49])),
+                       torch.tensor([1, 2]), torch.ones(2, dtype=torch.int8))
+    merged = merge_candidates(base, extra)
+    assert merged.tokens.tolist() == [10, 11, 12, 13]
+    assert merged.parents.tolist() == [-1, -1, 0, 0]
+    assert torch.allclose(merged.log_probs.exp(), torch.tensor([0.7, 0.3, 0.2, 0.49]))
+
+
+def test_confidence_cut_and_syntax_shapes_change_the_tree():
+    target, head = setup()
+    drafter = EagleDrafter(head)
+    prompt = torch.tensor([3, 4, 5, 6, 7, 8])
+    features, _ = target.forward(prompt[None, :-1], torch.arange(5)[None], drafter.cache.__class__())
+    draft_input = DraftInput(tokens=prompt, features=features)
+    deep = drafter.draft_candidates(draft_input, TreeBudget(top_k=2, depth=8, total_tokens=64))[0]
+    drafter.reset()
+    cut = drafter.draft_candidates(draft_input, TreeBudget(top_k=2, depth=8, total_tokens=64, min_prob=0.5))[0]
+    assert cut.count < deep.count and int(deep.depths.max()) == 8
+    boilerplate = shaped_budget(Region.BOILERPLATE, None, 64)
+    logic = shaped_budget(Region.LOGIC, None, 64)
+    assert boilerplate.depth > logic.depth and boilerplate.top_k < logic.top_k
