@@ -1,1 +1,1 @@
-"""nestling.proto (see DESIGN.md)."""
+"""nestling.proto: the gRPC contract (completion.proto) and its generated stubs (see generate.py)."""

@@ -84,10 +84,16 @@ def tiny_tokenizer(vocab: int = 320):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
 
 
-def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0):
-    """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests."""
+def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0,
+                           never_stop: bool = False):
+    """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests.
+    never_stop: zero the stop tokens' lm_head rows, so greedy decoding (practically) never ends by itself."""
     tokenizer = tiny_tokenizer()
     target = tiny_target(arch, seed=seed, vocab=len(tokenizer), logit_scale=logit_scale)
+    if never_stop:
+        with torch.no_grad():
+            for token in FIM_SPECIALS:
+                target.model.lm_head.weight[tokenizer.convert_tokens_to_ids(token)] = 0.0
     target.model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     target.model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))

@@ -7,9 +7,10 @@ import logging
 import sys
 
 from ..models.errors import ModelLoadError
-from . import bench, complete, profile, train_head
+from . import bench, complete, config, profile, serve, train_head
 
-COMMANDS = {"complete": complete, "bench": bench, "profile": profile, "train-head": train_head}
+COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "config": config, "profile": profile,
+            "train-head": train_head}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

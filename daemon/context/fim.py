@@ -22,6 +22,8 @@ class FimPrompt:
     token_ids: list[int]  # the whole prompt
     prefix: str  # the text before the cursor that made it in
     suffix: str  # the text after the cursor that made it in
+    prefix_start: int = 0  # where the kept prefix starts in the full prefix (a line start): pass it back as
+    # `sticky_start` next time so the prompt keeps its beginning while the user types (prefix KV reuse)
 
 
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:
@@ -72,12 +74,22 @@ def build_fim_prompt(
     suffix: str,
     path: str | None = None,
     budget: FimBudget = FimBudget(),
+    sticky_start: int | None = None,
 ) -> FimPrompt:
-    """The FIM prompt for a cursor between `prefix` and `suffix` (plain prefix completion without FIM tokens)."""
-    kept_prefix = _keep_tail(tokenizer, prefix, budget.prefix_tokens)
+    """The FIM prompt for a cursor between `prefix` and `suffix` (plain prefix completion without FIM tokens).
+
+    With `sticky_start` (the prefix_start of the previous prompt for this document), the prefix keeps
+    starting there while it still fits the budget; a new start leaves a quarter of the budget as slack,
+    so typing moves it only now and then."""
+    kept_prefix = _sticky_tail(tokenizer, prefix, budget.prefix_tokens, sticky_start)
+    if kept_prefix is None:
+        kept_prefix = _keep_tail(tokenizer, prefix, budget.prefix_tokens * 3 // 4 if sticky_start is not None
+                                 else budget.prefix_tokens)
     kept_suffix = _keep_head(tokenizer, suffix, budget.suffix_tokens)
+    prefix_start = len(prefix) - len(kept_prefix)
     if fim_tokens is None:
-        return FimPrompt(token_ids=_encode(tokenizer, kept_prefix), prefix=kept_prefix, suffix="")
+        return FimPrompt(token_ids=_encode(tokenizer, kept_prefix), prefix=kept_prefix, suffix="",
+                         prefix_start=prefix_start)
     pre, suf, mid = (tokenizer.convert_tokens_to_ids(t) for t in fim_tokens)
     ids: list[int] = []
     if budget.path_header and path:
@@ -85,4 +97,14 @@ def build_fim_prompt(
         if file_sep is not None and file_sep != tokenizer.unk_token_id:
             ids += [file_sep] + _encode(tokenizer, path + "\n")
     ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix) + [mid]
-    return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix)
+    return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix, prefix_start=prefix_start)
+
+
+def _sticky_tail(tokenizer, prefix: str, budget: int, start: int | None) -> str | None:
+    """prefix[start:] if `start` is still a line start inside `prefix` and the tail fits the budget."""
+    if start is None or not 0 <= start <= len(prefix) or (start > 0 and prefix[start - 1] != "\n"):
+        return None
+    tail = prefix[start:]
+    if len(tail) > budget * _CHARS_PER_TOKEN_BOUND or len(_encode(tokenizer, tail)) > budget:
+        return None
+    return tail

@@ -30,6 +30,7 @@ class StopRule:
     stop_strings: tuple[str, ...] = ()  # end the text before the first of these
     deadline: float | None = None  # time.monotonic() after which no new step starts
     cancel: threading.Event | None = None  # set by another thread to stop at the next step
+    text_end: Callable[[str], int | None] | None = None  # where the text is complete (an index), e.g. a block end
 
 
 BudgetFn = Callable[[SequenceState], TreeBudget]
@@ -185,6 +186,10 @@ class Generation:
             if cut is not None:
                 self.text = self.text[:cut]
                 self.stats.stop_reason = "stop_string"
+            end = self.stop.text_end(self.text) if self.stop.text_end else None
+            if end is not None:
+                self.text = self.text[:end]
+                self.stats.stop_reason = "end_of_block"
         return admitted
 
 

@@ -21,7 +21,7 @@ class GenerationStats:
     verify_ms: float = 0.0  # all verify forwards, acceptance and KV bookkeeping
     first_token_ms: float = 0.0  # from start to the first output token
     total_ms: float = 0.0  # from start to the end of generation
-    stop_reason: str = ""  # eos | max_tokens | stop_string | deadline | cancelled
+    stop_reason: str = ""  # eos | max_tokens | stop_string | end_of_block | deadline | cancelled
 
     @property
     def tau(self) -> float:

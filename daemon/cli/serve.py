@@ -1,0 +1,76 @@
+"""`nestling serve`: run the completion daemon (foreground, or --detach to background it)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import time
+
+from ..grpc_api.client import Client, target_for
+from ..grpc_api.server import DaemonError, serve
+from ..runtime import MODES, load_runtime
+from ..service.config import load_config, runtime_dir
+
+FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
+                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "log_level")
+
+
+def add_parser(sub, add_model_options) -> None:
+    p = sub.add_parser("serve", help="run the completion daemon (gRPC on a Unix socket)")
+    p.add_argument("--socket", help="Unix socket path (default: $XDG_RUNTIME_DIR/nestling/daemon.sock)")
+    p.add_argument("--tcp", help="also listen on HOST:PORT (loopback only unless --allow-remote and --token)")
+    p.add_argument("--allow-remote", action="store_true", default=None, help="permit a non-loopback --tcp address")
+    p.add_argument("--token", help="require 'authorization: Bearer TOKEN' from clients")
+    p.add_argument("--max-tokens", type=int, help="default tokens per completion")
+    p.add_argument("--prefix-tokens", type=int, help="prompt budget before the cursor")
+    p.add_argument("--suffix-tokens", type=int, help="prompt budget after the cursor")
+    p.add_argument("--cache-limit-mb", type=int, help="model state kept across requests (all documents)")
+    p.add_argument("--mode", choices=[m for m in MODES if m != "ar"], help="speculative mode (default: spec)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
+    p.add_argument("--wait", type=float, default=600.0, help="with --detach: seconds to wait for the model to load")
+    add_model_options(p)
+
+
+def settings_from(args) -> dict:
+    return {name: getattr(args, name, None) for name in FLAG_SETTINGS}
+
+
+def run(args) -> int:
+    config, _ = load_config(settings_from(args))
+    if args.detach:
+        return detach(args, config)
+    logging.getLogger().setLevel(config.log_level.upper())
+    try:
+        asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype)))
+    except DaemonError as exc:
+        print(f"nestling serve: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def detach(args, config) -> int:
+    """Start `nestling serve` in a new session, log to the runtime dir, and wait until it serves."""
+    folder = runtime_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_path = folder / "daemon.log"
+    argv = [a for a in sys.argv[1:] if a != "--detach"]
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", *argv], stdin=subprocess.DEVNULL,
+                                   stdout=log_file, stderr=log_file, start_new_session=True, env=os.environ.copy())
+    deadline = time.monotonic() + args.wait
+    with Client(target_for(config.socket_path), config.token) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n{tail}", file=sys.stderr)
+                return 2
+            if client.serving(timeout=1.0):
+                print(f"nestling daemon (pid {process.pid}) serving on unix:{config.socket_path}; log {log_path}")
+                return 0
+            time.sleep(0.5)
+    print(f"nestling serve: the daemon did not become ready within {args.wait:.0f} s; see {log_path}", file=sys.stderr)
+    return 2

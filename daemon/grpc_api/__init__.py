@@ -1,0 +1,1 @@
+"""The gRPC transport: edge conversions, thin handlers, one error interceptor, the server and a client."""

@@ -1,0 +1,63 @@
+"""A small client for the daemon (used by the CLI, the benchmark and the language server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ...proto import completion_pb2 as pb
+from ...proto import completion_pb2_grpc as pb_grpc
+
+
+def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
+    """A gRPC target string: unix:<path> (default: the user's daemon socket) or host:port."""
+    if tcp:
+        return tcp
+    if socket is None:
+        from ..service.config import ServiceConfig
+
+        socket = ServiceConfig().socket_path
+    return f"unix:{socket}"
+
+
+def full_text_request(uri: str, text: str, cursor: int, language_id: str = "", **options) -> pb.CompleteRequest:
+    return pb.CompleteRequest(document=pb.Document(uri=uri, language_id=language_id,
+                                                   full=pb.FullText(text=text, cursor_offset=cursor)),
+                              options=pb.Options(**options))
+
+
+class Client:
+    """Blocking client. `token` is sent as a bearer token when the daemon requires one."""
+
+    def __init__(self, target: str, token: str | None = None):
+        self.channel = grpc.insecure_channel(target)
+        self.stub = pb_grpc.CompletionStub(self.channel)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def serving(self, timeout: float = 2.0) -> bool:
+        try:
+            status = self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
+        except grpc.RpcError:
+            return False
+        return status == health_pb2.HealthCheckResponse.SERVING
+
+    def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
+        return self.stub.Complete(request, timeout=timeout, metadata=self.metadata)
+
+    def stream(self, request: pb.CompleteRequest, timeout: float | None = None):
+        return self.stub.CompleteStream(request, timeout=timeout, metadata=self.metadata)
+
+    def stats(self, timeout: float = 5.0) -> pb.GetStatsResponse:
+        return self.stub.GetStats(pb.GetStatsRequest(), timeout=timeout, metadata=self.metadata)

@@ -1,0 +1,162 @@
+"""The daemon process: one per user (a lock), a Unix socket with owner-only permissions (TCP on loopback on
+request), health and reflection services, the model loaded off the event loop, and graceful shutdown
+(health NOT_SERVING, in-flight calls finish, then exit)."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import ipaddress
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from ...proto import completion_pb2 as pb
+from ...proto import completion_pb2_grpc as pb_grpc
+from ..service.completion import CompletionService
+from ..service.config import ServiceConfig, runtime_dir
+from ..service.stats import ServiceStats
+from ..service.worker import ModelWorker
+from .errors import ErrorInterceptor
+from .servicer import CompletionServicer
+
+log = logging.getLogger(__name__)
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Completion"].full_name
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start (another one runs, a bad address, ...)."""
+
+
+@dataclass
+class Daemon:
+    """What the handlers share. `worker`, `service` and `runtime` stay None until the model has loaded."""
+
+    config: ServiceConfig
+    stats: ServiceStats = field(default_factory=ServiceStats)
+    runtime: object | None = None
+    service: CompletionService | None = None
+    worker: ModelWorker | None = None
+
+
+def check_tcp_address(address: str, allow_remote: bool, token: str | None) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise DaemonError(f"--tcp {address!r}: expected HOST:PORT, e.g. 127.0.0.1:7878")
+    host = host.strip("[]")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise DaemonError(f"--tcp {address!r}: {host!r} is not an IP address") from None
+    if not loopback and not (allow_remote and token):
+        raise DaemonError(f"--tcp {address!r} is not a loopback address; nestling is local-only unless "
+                          f"--allow-remote and a --token are both given")
+    return host, int(port)
+
+
+class DaemonLock:
+    """One daemon per user: an exclusive lock on <runtime dir>/daemon.lock holding our pid and socket."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / "daemon.lock"
+        self.handle = None
+
+    def acquire(self, socket_path: Path) -> None:
+        self.handle = open(self.path, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            holder = self.handle.read().strip() or "unknown"
+            self.handle.close()
+            raise DaemonError(f"a nestling daemon is already running ({holder}); stop it first "
+                              f"(kill the pid) or talk to it") from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"pid {os.getpid()}, socket {socket_path}")
+        self.handle.flush()
+
+    def release(self) -> None:
+        if self.handle:
+            self.handle.close()
+
+
+def secure_folder(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+
+
+async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None) -> None:
+    """Run the daemon until SIGTERM/SIGINT (or `stop` is set). `load_runtime()` builds the engine, off the
+    event loop; `on_ready(daemon)` is called once it serves."""
+    socket_path = config.socket_path
+    folder = runtime_dir()
+    secure_folder(folder)
+    secure_folder(socket_path.parent)
+    lock = DaemonLock(folder)
+    lock.acquire(socket_path)
+    tcp = check_tcp_address(config.tcp, config.allow_remote, config.token) if config.tcp else None
+    daemon = Daemon(config)
+    server = grpc.aio.server(interceptors=[ErrorInterceptor(config.token)], options=[
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+    pb_grpc.add_CompletionServicer_to_server(CompletionServicer(daemon), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    try:
+        if socket_path.exists():
+            socket_path.unlink()  # a stale socket: the lock proves no daemon owns it
+        old_umask = os.umask(0o177)
+        try:
+            server.add_insecure_port(f"unix:{socket_path}")
+        finally:
+            os.umask(old_umask)
+        if tcp:
+            server.add_insecure_port(f"{tcp[0]}:{tcp[1]}" if ":" not in tcp[0] else f"[{tcp[0]}]:{tcp[1]}")
+        await server.start()
+        os.chmod(socket_path, 0o600)
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        if stop is None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+        log.warning("nestling daemon listening on unix:%s%s; loading the model", socket_path,
+                    f" and {config.tcp}" if tcp else "")
+        loading = asyncio.ensure_future(asyncio.to_thread(_load, daemon, load_runtime))
+        waiter = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({loading, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if loading.done():
+            loading.result()  # raise a load failure
+            for name in ("", SERVICE_NAME):
+                await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+            log.warning("nestling daemon ready: %s", daemon.runtime.describe())
+            if on_ready:
+                on_ready(daemon)
+            await waiter
+        log.warning("nestling daemon shutting down")
+        await health_servicer.enter_graceful_shutdown()
+        await server.stop(grace=10)
+        if daemon.worker:
+            await asyncio.to_thread(daemon.worker.stop)
+    finally:
+        if socket_path.exists():
+            socket_path.unlink()
+        lock.release()
+
+
+def _load(daemon: Daemon, load_runtime) -> None:
+    runtime = load_runtime()
+    service = CompletionService(runtime, daemon.config)
+    if runtime.head is not None and daemon.config.mode != "ar":
+        _ = runtime.profile  # measure the verification cost now, not on the first keystroke
+    daemon.runtime, daemon.service = runtime, service
+    daemon.worker = ModelWorker(service, daemon.stats)

@@ -1,0 +1,1 @@
+"""The completion service: sessions, prompting, scheduling and post-processing (no protocol types)."""

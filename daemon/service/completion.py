@@ -1,0 +1,215 @@
+"""The completion service: one request in, completion items and stats out. No protocol types here.
+
+Runs on the model worker thread: session lookup, incremental syntax update and the region at the
+cursor, the FIM prompt (sticky window, so the previous prompt's KV is reused), speculative or
+autoregressive generation with the region's tree budget, early stop at the end of the block, and
+post-processing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..context.fim import FimBudget, build_fim_prompt
+from ..context.languages import find_language
+from ..context.syntax import Region, SyntaxDocument
+from ..speculative.accept import Sampling
+from ..speculative.engine import StopRule
+from .config import ServiceConfig
+from .postprocess import CursorContext, block_end, finalize, line_mode
+from .sessions import SessionStore
+
+BRACE_LANGUAGES = {"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp"}
+LINE_MODES = ("auto", "single", "multi")
+
+
+class InvalidRequest(ValueError):
+    """A request field is wrong; `field` names it."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+
+
+class RequestTooLarge(ValueError):
+    """The request is over a size limit."""
+
+
+class Superseded(Exception):
+    """A newer request for the same document replaced this one (or the client cancelled it)."""
+
+
+class DeadlineExceeded(Exception):
+    """The request's deadline passed before generation finished."""
+
+
+@dataclass
+class CompletionRequest:
+    uri: str  # the document's identity (path or URI): requests with the same uri share a session
+    language_id: str = ""  # LSP languageId; "" = from the uri's suffix
+    text: str | None = None  # the whole document, with `cursor` ...
+    cursor: int | None = None  # ... the cursor as a code-point offset into text
+    prefix: str | None = None  # or only the text before ...
+    suffix: str | None = None  # ... and after the cursor
+    max_tokens: int = 0  # 0 = the configured default
+    line_mode: str = "auto"  # auto | single | multi
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    alternatives: int = 1  # distinct completions wanted
+    stop: tuple[str, ...] = ()
+    mode: str = "spec"  # spec | ar
+    seed: int | None = None
+    deadline: float | None = None  # time.monotonic() after which generation stops
+
+
+@dataclass
+class CompletionItem:
+    text: str  # to insert at the cursor
+    replace_start: int  # code-point offsets of what it replaces (start == end == cursor: nothing)
+    replace_end: int
+
+
+@dataclass
+class CompletionStats:
+    tokens: int = 0
+    tau: float = 0.0
+    prompt_tokens: int = 0
+    reused_prefix_tokens: int = 0
+    time_to_first_token_ms: float = 0.0
+    total_ms: float = 0.0
+    queue_ms: float = 0.0
+    region: str = Region.NEUTRAL.value
+    stop_reason: str = ""
+    mode: str = "spec"
+
+
+@dataclass
+class CompletionResult:
+    items: list[CompletionItem] = field(default_factory=list)
+    stats: CompletionStats = field(default_factory=CompletionStats)
+
+
+class CompletionService:
+    def __init__(self, runtime, config: ServiceConfig):
+        self.runtime = runtime
+        self.config = config
+        self.sessions = SessionStore(config.cache_limit_mb * 1024 * 1024)
+        self.budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
+        self._engines: dict[str, object] = {}
+
+    # ---- validation: cheap, on the event loop, before the request is queued --------------------------
+
+    def validate(self, request: CompletionRequest) -> None:
+        if not request.uri:
+            raise InvalidRequest("document.uri", "must not be empty")
+        if request.text is not None:
+            if request.cursor is None or not 0 <= request.cursor <= len(request.text):
+                raise InvalidRequest("document.full.cursor_offset",
+                                     f"{request.cursor} is outside the text (0..{len(request.text)})")
+            size = len(request.text)
+        elif request.prefix is not None:
+            size = len(request.prefix) + len(request.suffix or "")
+        else:
+            raise InvalidRequest("document.content", "give either full (text and cursor) or parts (prefix and suffix)")
+        if size > self.config.max_document_chars:
+            raise RequestTooLarge(f"document.content: {size} characters exceeds the limit of "
+                                  f"{self.config.max_document_chars}")
+        if request.max_tokens < 0 or request.max_tokens > self.config.max_tokens_limit:
+            raise InvalidRequest("options.max_tokens", f"must be 0..{self.config.max_tokens_limit}")
+        if request.line_mode not in LINE_MODES:
+            raise InvalidRequest("options.line_mode", f"unknown mode {request.line_mode!r}")
+        if not (request.temperature >= 0.0 and request.temperature <= 10.0):
+            raise InvalidRequest("options.temperature", "must be in [0, 10]")
+        if not 0.0 < request.top_p <= 1.0:
+            raise InvalidRequest("options.top_p", "must be in (0, 1]")
+        if not 1 <= request.alternatives <= 8:
+            raise InvalidRequest("options.alternatives", "must be 1..8")
+        if request.mode not in ("spec", "ar"):
+            raise InvalidRequest("options.mode", f"unknown mode {request.mode!r}")
+        if any(not s for s in request.stop) or len(request.stop) > 16:
+            raise InvalidRequest("options.stop", "at most 16 non-empty strings")
+
+    # ---- the work: on the model worker thread ---------------------------------------------------------
+
+    def _engine(self, mode: str):
+        if mode not in self._engines:
+            self._engines[mode] = self.runtime.engine(mode)
+        return self._engines[mode]
+
+    def complete(self, request: CompletionRequest, cancel: threading.Event | None = None,
+                 on_text: Callable[[str], None] | None = None, queued_at: float | None = None) -> CompletionResult:
+        started = time.monotonic()
+        session = self.sessions.get(request.uri)
+        if request.text is not None:
+            text, cursor = request.text, request.cursor
+        else:
+            text, cursor = request.prefix + (request.suffix or ""), len(request.prefix)
+        prefix, suffix = text[:cursor], text[cursor:]
+        language = find_language(request.language_id or None, request.uri)
+        region = self._region(session, language, text, cursor)
+        prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
+                                  path=request.uri, budget=self.budget, sticky_start=session.prefix_start)
+        session.prefix_start = prompt.prefix_start
+        context = CursorContext.from_text(prefix, suffix, region, bool(language and language.name in BRACE_LANGUAGES))
+        shape = line_mode(request.line_mode, context)
+        mode = self.config.mode if request.mode == "spec" else "ar"
+        engine = self._engine(mode)
+        state = session.states.get(mode) or session.states.setdefault(mode, engine.new_state())
+        budget = self.runtime.budget_for(mode, region)
+        texts: list[str] = []
+        stats = CompletionStats(region=region.value, mode=request.mode)
+        for index in range(request.alternatives):
+            sampling = self._sampling(request, index)
+            stop = StopRule(max_new_tokens=request.max_tokens or self.config.max_tokens,
+                            stop_strings=tuple(request.stop), deadline=request.deadline, cancel=cancel,
+                            text_end=lambda t: block_end(t, context, shape))
+            generation = engine.generate(prompt.token_ids, sampling, stop, state=state, budget=budget)
+            streamed = ""
+            for _ in generation:
+                if index == 0 and on_text is not None and generation.text and len(generation.text) > len(streamed):
+                    on_text(generation.text[len(streamed):])
+                    streamed = generation.text
+            if index == 0:
+                self._fill_stats(stats, generation.stats, started, queued_at)
+            if generation.stats.stop_reason in ("cancelled", "deadline"):
+                stats.stop_reason = generation.stats.stop_reason
+                break
+            final = finalize(generation.text or "", context, shape)
+            if final and final not in texts:
+                texts.append(final)
+        stats.total_ms = (time.monotonic() - started) * 1000
+        self.sessions.enforce_limit(keep=request.uri)
+        if cancel is not None and cancel.is_set():
+            raise Superseded(request.uri)
+        if stats.stop_reason == "deadline":
+            raise DeadlineExceeded(f"deadline passed after {stats.tokens} tokens")
+        return CompletionResult([CompletionItem(t, cursor, cursor) for t in texts], stats)
+
+    def _region(self, session, language, text: str, cursor: int) -> Region:
+        name = language.name if language else None
+        if session.syntax is None or session.language != name:
+            session.syntax, session.language = SyntaxDocument(text, language), name
+        elif session.syntax.text != text:
+            session.syntax.replace(text)
+        return session.syntax.region_at(cursor)
+
+    @staticmethod
+    def _sampling(request: CompletionRequest, index: int) -> Sampling:
+        temperature = request.temperature
+        if index > 0 and temperature == 0.0:
+            temperature = 0.8  # further alternatives are samples
+        seed = None if request.seed is None else request.seed + index
+        return Sampling(temperature=temperature, top_p=request.top_p, seed=seed)
+
+    @staticmethod
+    def _fill_stats(stats: CompletionStats, gen_stats, started: float, queued_at: float | None) -> None:
+        stats.tokens = gen_stats.new_tokens
+        stats.tau = gen_stats.tau
+        stats.prompt_tokens = gen_stats.prompt_tokens
+        stats.reused_prefix_tokens = gen_stats.reused_tokens
+        stats.time_to_first_token_ms = gen_stats.first_token_ms
+        stats.stop_reason = gen_stats.stop_reason
+        stats.queue_ms = (started - queued_at) * 1000 if queued_at else 0.0

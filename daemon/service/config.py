@@ -1,0 +1,86 @@
+"""The daemon's configuration: one typed dataclass, read from the user config file, overridden by flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+
+def config_path() -> Path:
+    """$NESTLING_CONFIG, else $XDG_CONFIG_HOME/nestling/config.toml, else ~/.config/nestling/config.toml."""
+    if env := os.environ.get("NESTLING_CONFIG"):
+        return Path(env)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "nestling" / "config.toml"
+
+
+def runtime_dir() -> Path:
+    """Owner-only folder for the socket, lock and log: $XDG_RUNTIME_DIR/nestling or /tmp/nestling-<uid>."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(base) / "nestling" if base else Path(f"/tmp/nestling-{os.getuid()}")
+
+
+@dataclass
+class ServiceConfig:
+    model: str | None = None  # embedded model name, Hugging Face folder or .gguf file (None: the default model)
+    head: str | None = None  # EAGLE head folder, "untrained" or "none" (None: the head shipped for the model)
+    device: str | None = None  # "cuda", "cuda:N" or "cpu" (None: cuda when present)
+    dtype: str | None = None  # "bfloat16", "float32" or "float16" (None: bfloat16 where supported)
+    socket: str | None = None  # Unix socket path (None: <runtime dir>/daemon.sock)
+    tcp: str | None = None  # also listen on HOST:PORT; loopback only unless allow_remote and token are set
+    allow_remote: bool = False  # accept a non-loopback --tcp address (needs token)
+    token: str | None = None  # clients must send "authorization: Bearer <token>" when set
+    max_tokens: int = 64  # default tokens per completion
+    max_tokens_limit: int = 1024  # requests may not ask for more
+    prefix_tokens: int = 1536  # prompt budget before the cursor
+    suffix_tokens: int = 256  # prompt budget after the cursor (small: an edit re-runs only what follows it)
+    max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
+    cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
+    mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
+    log_level: str = "warning"  # debug, info, warning or error
+
+    @property
+    def socket_path(self) -> Path:
+        return Path(self.socket) if self.socket else runtime_dir() / "daemon.sock"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_config(overrides: dict | None = None, path: Path | None = None) -> tuple[ServiceConfig, dict[str, str]]:
+    """(config, where each value came from: default, file or flag). Unknown keys in the file are errors."""
+    path = path or config_path()
+    names = {f.name for f in fields(ServiceConfig)}
+    values: dict = {}
+    sources = {name: "default" for name in names}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"{path}: unknown settings {unknown} (known: {', '.join(sorted(names))})")
+        values.update(data)
+        sources.update({k: f"file {path}" for k in data})
+    for key, value in (overrides or {}).items():
+        if key in names and value is not None:
+            values[key] = value
+            sources[key] = "flag"
+    config = ServiceConfig(**values)
+    _validate(config)
+    return config, sources
+
+
+def _validate(config: ServiceConfig) -> None:
+    for name in ("max_tokens", "max_tokens_limit", "prefix_tokens", "suffix_tokens", "max_document_chars",
+                 "cache_limit_mb"):
+        value = getattr(config, name)
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"setting {name} must be a non-negative integer, not {value!r}")
+    if config.max_tokens > config.max_tokens_limit:
+        raise ValueError("setting max_tokens exceeds max_tokens_limit")
+    if config.log_level not in ("debug", "info", "warning", "error"):
+        raise ValueError(f"setting log_level must be debug, info, warning or error, not {config.log_level!r}")

@@ -1,0 +1,111 @@
+"""Post-processing: how much of the model's text to show, decided from the text around the cursor.
+
+Single line vs multi-line (auto: mid-line completes to the end of the line, an empty line or a block
+opener gets a block), stop at the end of the block (indentation, and brackets in brace languages), drop
+text the suffix already has, and never offer whitespace alone. `block_end` also serves as an early stop
+rule during generation, so no tokens are spent past what will be shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..context.syntax import Region
+
+BLOCK_OPENERS = (":", "{", "(", "[", "=>", "->")
+BRACKETS = {")": "(", "]": "[", "}": "{"}
+
+
+@dataclass(frozen=True)
+class CursorContext:
+    line_before: str  # the cursor's line up to the cursor
+    line_after: str  # the cursor's line after the cursor
+    previous_line: str  # the nearest non-blank line above the cursor's line ("" if none)
+    next_lines: tuple[str, ...]  # the first lines of the suffix after the cursor's line
+    region: Region
+    brace_language: bool  # brackets delimit blocks (C family, JS/TS, Go, Rust, Java)
+
+    @classmethod
+    def from_text(cls, prefix: str, suffix: str, region: Region, brace_language: bool) -> "CursorContext":
+        before_lines = prefix.split("\n")
+        after_lines = suffix.split("\n")
+        previous = next((line for line in reversed(before_lines[:-1]) if line.strip()), "")
+        return cls(before_lines[-1], after_lines[0], previous, tuple(after_lines[1:6]), region, brace_language)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def line_mode(requested: str, ctx: CursorContext) -> str:
+    """'single' or 'multi' for a requested mode of 'single', 'multi' or 'auto'."""
+    if requested in ("single", "multi"):
+        return requested
+    if ctx.line_after.strip() or ctx.region in (Region.COMMENT, Region.STRING):
+        return "single"  # mid-line, or inside a comment/string: finish this line
+    typed = ctx.line_before.strip()
+    if not typed:
+        return "multi"  # an empty line: the next statement(s) or a block body
+    return "multi" if typed.endswith(BLOCK_OPENERS) else "single"
+
+
+def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
+    """Where to cut the model's text (an index into it), or None to keep all of it so far."""
+    if mode == "single":
+        start = len(text) - len(text.lstrip("\n")) if not ctx.line_before.strip() else 0
+        newline = text.find("\n", start)
+        return newline if newline >= 0 else None
+    base = _indent(ctx.line_before) if not ctx.line_before.strip() else _indent(ctx.line_before) + 1
+    if not ctx.line_before.strip() and ctx.previous_line.rstrip().endswith(BLOCK_OPENERS):
+        base = max(base, _indent(ctx.previous_line) + 1)  # the body of a block just opened
+    depth = 0
+    offset = 0
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        if number > 0 and line.strip() and _indent(line) < base and number < len(lines) - 1:
+            if not (ctx.brace_language and line.strip()[0] in BRACKETS and depth > 0):
+                return offset - 1  # a complete line that leaves the block
+        if ctx.brace_language:
+            for index, char in enumerate(line):
+                if char in "([{":
+                    depth += 1
+                elif char in BRACKETS:
+                    depth -= 1
+                    if depth < 0:  # closes a bracket opened before the cursor: the suffix has it
+                        cut = offset + index
+                        return len(text[:cut].rstrip(" \t\n")) if number > 0 else cut
+        offset += len(line) + 1
+    return None
+
+
+CLOSERS = set(")]}'\";:,")
+
+
+def _drop_overlap(text: str, ctx: CursorContext) -> str:
+    """Remove a tail of `text` that the suffix already holds: the rest of the cursor's line (all of it, or
+    a run of closing brackets/quotes from its start), or lines that repeat the suffix's next lines."""
+    after = ctx.line_after.strip()
+    if after:
+        stripped = text.rstrip()
+        for size in range(min(len(after), len(stripped)), 0, -1):
+            head = after[:size]
+            if stripped.endswith(head) and (size == len(after) or set(head) <= CLOSERS):
+                return stripped[: len(stripped) - size]
+        return text
+    following = [line.strip() for line in ctx.next_lines if line.strip()]
+    lines = text.rstrip("\n").split("\n")
+    if following:
+        while len(lines) > 1 and lines[-1].strip() == following[0]:
+            lines.pop()
+    return "\n".join(lines)
+
+
+def finalize(text: str, ctx: CursorContext, mode: str) -> str:
+    """The text to offer: cut at the block end, without what the suffix has; '' for whitespace alone."""
+    cut = block_end(text, ctx, mode)
+    if cut is not None:
+        text = text[:cut]
+    if mode == "multi":
+        text = text.rstrip()
+    text = _drop_overlap(text, ctx)
+    return text if text.strip() else ""

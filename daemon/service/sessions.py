@@ -1,0 +1,56 @@
+"""Per-document sessions: the model state of the last prompt (for prefix reuse), the syntax tree, and the
+prompt window; bounded in bytes across documents, least recently used first out."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ..context.syntax import SyntaxDocument
+from ..speculative.sequence import SequenceState
+
+
+@dataclass
+class Session:
+    uri: str
+    states: dict[str, SequenceState] = field(default_factory=dict)  # per decoding mode
+    syntax: SyntaxDocument | None = None  # the document's parse, updated incrementally
+    language: str | None = None  # language table name the syntax was built for
+    prefix_start: int | None = None  # the prompt window's start in the document (kept while typing)
+    last_used: float = field(default_factory=time.monotonic)
+
+    def kv_bytes(self) -> int:
+        return sum(state.kv_bytes() for state in self.states.values())
+
+
+class SessionStore:
+    """Owned by the model worker thread; `snapshot()` is safe to read from elsewhere."""
+
+    def __init__(self, limit_bytes: int):
+        self.limit_bytes = limit_bytes
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self.snapshot = (0, 0)  # (bytes, documents) after the last request
+
+    def get(self, uri: str) -> Session:
+        session = self._sessions.pop(uri, None) or Session(uri)
+        session.last_used = time.monotonic()
+        self._sessions[uri] = session  # most recent last
+        return session
+
+    def drop(self, uri: str) -> None:
+        self._sessions.pop(uri, None)
+
+    def enforce_limit(self, keep: str | None = None) -> None:
+        """Evict least recently used sessions until the kept model state fits the limit."""
+        total = sum(s.kv_bytes() for s in self._sessions.values())
+        for uri in list(self._sessions):
+            if total <= self.limit_bytes:
+                break
+            if uri == keep:
+                continue
+            total -= self._sessions.pop(uri).kv_bytes()
+        self.snapshot = (total, len(self._sessions))
+
+    def __len__(self) -> int:
+        return len(self._sessions)

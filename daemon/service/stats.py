@@ -1,0 +1,51 @@
+"""Counters and latency percentiles over the daemon's lifetime (thread-safe)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+class ServiceStats:
+    def __init__(self, window: int = 2000):
+        self.started = time.monotonic()
+        self.requests = 0
+        self.errors = 0
+        self.superseded = 0
+        self._tau_sum = 0.0
+        self._first_token: deque[float] = deque(maxlen=window)
+        self._total: deque[float] = deque(maxlen=window)
+        self._lock = threading.Lock()
+
+    def record(self, stats) -> None:
+        with self._lock:
+            self.requests += 1
+            self._tau_sum += stats.tau
+            self._first_token.append(stats.time_to_first_token_ms + stats.queue_ms)
+            self._total.append(stats.total_ms + stats.queue_ms)
+
+    def record_error(self) -> None:
+        with self._lock:
+            self.errors += 1
+
+    def record_superseded(self) -> None:
+        with self._lock:
+            self.superseded += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            first, total = list(self._first_token), list(self._total)
+            return {
+                "uptime_s": time.monotonic() - self.started, "requests": self.requests, "errors": self.errors,
+                "superseded": self.superseded, "mean_tau": self._tau_sum / self.requests if self.requests else 0.0,
+                "first_token": {p: percentile(first, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+                "total": {p: percentile(total, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+            }

@@ -1,0 +1,110 @@
+"""One worker thread owns the model. The asyncio server never runs model code itself: it submits jobs
+and awaits their futures. A newer job for the same document supersedes older ones: queued ones are
+dropped, a running one stops at its next speculative step."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .completion import CompletionRequest, CompletionResult, CompletionService, Superseded
+from .stats import ServiceStats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    request: CompletionRequest
+    on_text: Callable[[str], None] | None = None  # called on the worker thread with each new piece of text
+    future: Future = field(default_factory=Future)  # CompletionResult, or the exception that ended it
+    cancel: threading.Event = field(default_factory=threading.Event)
+    queued_at: float = field(default_factory=time.monotonic)
+    superseded: bool = False
+    number: int = 0
+
+
+class ModelWorker:
+    def __init__(self, service: CompletionService, stats: ServiceStats):
+        self.service = service
+        self.stats = stats
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._live: dict[str, list[Job]] = {}  # uri -> queued or running jobs
+        self._counter = itertools.count(1)
+        self._thread = threading.Thread(target=self._run, name="nestling-model-worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, request: CompletionRequest, on_text: Callable[[str], None] | None = None) -> Job:
+        job = Job(request, on_text, number=next(self._counter))
+        with self._lock:
+            for older in self._live.get(request.uri, []):
+                older.superseded = True
+                older.cancel.set()  # a running job stops at its next step; a queued one is skipped
+            self._live.setdefault(request.uri, []).append(job)
+        self._queue.put(job)
+        return job
+
+    def cancel(self, job: Job) -> None:
+        """The client went away: stop the job (a no-op once it finished)."""
+        job.cancel.set()
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Finish the job in progress, drop the queue, end the thread."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def _finish(self, job: Job) -> None:
+        with self._lock:
+            jobs = self._live.get(job.request.uri, [])
+            if job in jobs:
+                jobs.remove(job)
+            if not jobs:
+                self._live.pop(job.request.uri, None)
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                self._drain()
+                return
+            if job.cancel.is_set() or not job.future.set_running_or_notify_cancel():
+                self._finish(job)
+                if job.superseded:
+                    self.stats.record_superseded()
+                if not job.future.done():
+                    job.future.set_exception(Superseded(job.request.uri))
+                continue
+            try:
+                result: CompletionResult = self.service.complete(job.request, job.cancel, job.on_text, job.queued_at)
+            except Superseded as exc:
+                if job.superseded:
+                    self.stats.record_superseded()
+                job.future.set_exception(exc)
+            except Exception as exc:  # an engine failure: report it, keep serving
+                log.exception("completion failed for %s", job.request.uri)
+                self.stats.record_error()
+                job.future.set_exception(exc)
+            else:
+                self.stats.record(result.stats)
+                job.future.set_result(result)
+            finally:
+                self._finish(job)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None and not job.future.done():
+                job.future.set_exception(Superseded("shutting down"))

@@ -1,0 +1,162 @@
+"""The daemon over a real gRPC channel on a Unix socket: completions, streaming, reuse, superseding,
+deadlines, cancel, health/reflection, permissions, and bad requests that never take it down."""
+
+import stat
+import threading
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nestling.daemon.grpc_api.client import full_text_request
+from nestling.daemon.grpc_api.server import DaemonError, check_tcp_address
+from nestling.proto import completion_pb2 as pb
+
+SOURCE = "import os\n\n\ndef main(path):\n    names = os.listdir(path)\n    return names\n\n\n"
+
+
+def request(uri="file:///a.py", text=SOURCE, cursor=None, **options):
+    cursor = len(text) if cursor is None else cursor
+    options.setdefault("max_tokens", 12)
+    return full_text_request(uri, text, cursor, "python", **options)
+
+
+def code_of(call):
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    return info.value.code(), info.value.details()
+
+
+def test_health_and_reflection_answer(daemon):
+    assert daemon.client.serving()
+    stub = reflection_pb2_grpc.ServerReflectionStub(daemon.client.channel)
+    answers = list(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+    names = {s.name for s in answers[0].list_services_response.service}
+    assert {"nestling.v1.Completion", "grpc.health.v1.Health"} <= names
+
+
+def test_socket_is_owner_only(daemon):
+    mode = daemon.config.socket_path.stat().st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+    assert stat.S_IMODE(daemon.config.socket_path.parent.stat().st_mode) == 0o700
+
+
+def test_unary_and_streaming_agree(daemon):
+    unary = daemon.client.complete(request(uri="file:///u.py", line_mode=pb.LINE_MODE_MULTI))
+    chunks = list(daemon.client.stream(request(uri="file:///s.py", line_mode=pb.LINE_MODE_MULTI)))
+    assert chunks[-1].done and not any(c.done for c in chunks[:-1])
+    assert [i.text for i in chunks[-1].items] == [i.text for i in unary.items]
+    streamed = "".join(c.text for c in chunks[:-1])
+    assert unary.items and streamed.startswith(unary.items[0].text.rstrip()[:5])
+    assert unary.stats.tokens > 0 and unary.stats.region and unary.stats.mode == "spec"
+
+
+def test_autoregressive_mode_gives_the_same_completion(daemon):
+    spec = daemon.client.complete(request(uri="file:///m1.py", line_mode=pb.LINE_MODE_MULTI))
+    ar = daemon.client.complete(request(uri="file:///m2.py", line_mode=pb.LINE_MODE_MULTI,
+                                        mode=pb.DECODING_MODE_AUTOREGRESSIVE))
+    assert [i.text for i in spec.items] == [i.text for i in ar.items]
+    assert ar.stats.tau == pytest.approx(1.0) and ar.stats.mode == "ar"
+
+
+def test_prefix_reuse_gives_the_same_output_as_no_reuse(daemon):
+    daemon.client.complete(request(uri="file:///r.py"))
+    edited = SOURCE + "x"
+    reused = daemon.client.complete(request(uri="file:///r.py", text=edited))
+    fresh = daemon.client.complete(request(uri="file:///fresh.py", text=edited))
+    assert reused.stats.reused_prefix_tokens > 0 and fresh.stats.reused_prefix_tokens == 0
+    assert [i.text for i in reused.items] == [i.text for i in fresh.items]
+
+
+def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon):
+    code, _ = code_of(lambda: daemon.client.complete(
+        request(uri="file:///slow.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI), timeout=0.5))
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    started = time.monotonic()
+    assert daemon.client.complete(request(uri="file:///after.py")).stats.tokens > 0
+    assert time.monotonic() - started < 20  # the slow request did not keep the worker busy
+
+
+def test_a_newer_request_supersedes_the_running_one(daemon):
+    outcome = {}
+
+    def first():
+        try:
+            daemon.client.complete(request(uri="file:///same.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI))
+            outcome["first"] = "ok"
+        except grpc.RpcError as exc:
+            outcome["first"] = exc.code()
+
+    before = daemon.client.stats().superseded
+    thread = threading.Thread(target=first)
+    thread.start()
+    time.sleep(0.5)
+    second = daemon.client.complete(request(uri="file:///same.py", text=SOURCE + "y"))
+    thread.join(30)
+    assert outcome["first"] == grpc.StatusCode.CANCELLED
+    assert second.stats.tokens > 0
+    assert daemon.client.stats().superseded == before + 1
+
+
+def test_client_cancel_stops_the_stream(daemon):
+    call = daemon.client.stream(request(uri="file:///cancel.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI))
+    first = next(call)
+    assert first.text or first.done
+    call.cancel()
+    started = time.monotonic()
+    assert daemon.client.complete(request(uri="file:///next.py")).stats.tokens > 0
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("make,code,field", [
+    (lambda: request(uri=""), grpc.StatusCode.INVALID_ARGUMENT, "document.uri"),
+    (lambda: request(cursor=10_000), grpc.StatusCode.INVALID_ARGUMENT, "cursor_offset"),
+    (lambda: pb.CompleteRequest(document=pb.Document(uri="x")), grpc.StatusCode.INVALID_ARGUMENT, "document.content"),
+    (lambda: request(temperature=-1.0), grpc.StatusCode.INVALID_ARGUMENT, "options.temperature"),
+    (lambda: request(max_tokens=100_000), grpc.StatusCode.INVALID_ARGUMENT, "options.max_tokens"),
+    (lambda: request(text="x" * 300_000), grpc.StatusCode.RESOURCE_EXHAUSTED, "limit"),
+    (lambda: request(stop=[""]), grpc.StatusCode.INVALID_ARGUMENT, "options.stop"),
+])
+def test_bad_requests_get_the_right_code_naming_the_field(daemon, make, code, field):
+    got, details = code_of(lambda: daemon.client.complete(make()))
+    assert got == code and field in details
+    assert daemon.client.serving()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(uri=st.text(max_size=20), language=st.text(max_size=12), text=st.text(max_size=200),
+       cursor=st.integers(0, 400), max_tokens=st.integers(0, 2000), line_mode=st.integers(-1, 5),
+       temperature=st.one_of(st.floats(-2, 20), st.just(float("nan"))),
+       top_p=st.one_of(st.floats(-1, 2), st.just(float("nan"))),
+       alternatives=st.integers(0, 12), mode=st.integers(-1, 3), stop=st.lists(st.text(max_size=4), max_size=3))
+def test_fuzzed_requests_never_crash_the_daemon(daemon, uri, language, text, cursor, max_tokens, line_mode,
+                                                temperature, top_p, alternatives, mode, stop):
+    message = pb.CompleteRequest(
+        document=pb.Document(uri=uri, language_id=language, full=pb.FullText(text=text, cursor_offset=cursor)),
+        options=pb.Options(max_tokens=min(max_tokens, 8) if max_tokens else 0, line_mode=line_mode,
+                           temperature=temperature, top_p=top_p, alternatives=alternatives, mode=mode, stop=stop))
+    try:
+        daemon.client.complete(message, timeout=60)
+    except grpc.RpcError as exc:
+        assert exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED), exc.details()
+    assert daemon.client.serving()
+
+
+def test_stats_report_the_model_and_latencies(daemon):
+    stats = daemon.client.stats()
+    assert stats.requests > 0 and stats.head == "test" and stats.device == "cpu"
+    assert stats.time_to_first_token.p50_ms > 0 and stats.cache_documents > 0
+
+
+def test_non_loopback_tcp_is_refused_without_remote_and_token():
+    assert check_tcp_address("127.0.0.1:7878", False, None) == ("127.0.0.1", 7878)
+    assert check_tcp_address("[::1]:7878", False, None)[1] == 7878
+    with pytest.raises(DaemonError, match="not a loopback"):
+        check_tcp_address("0.0.0.0:7878", False, None)
+    with pytest.raises(DaemonError, match="not a loopback"):
+        check_tcp_address("192.168.1.5:7878", True, None)
+    assert check_tcp_address("192.168.1.5:7878", True, "secret")[0] == "192.168.1.5"

@@ -1,0 +1,56 @@
+from nestling.daemon.context.syntax import Region
+from nestling.daemon.service.postprocess import CursorContext, block_end, finalize, line_mode
+
+
+def ctx(prefix, suffix="", region=Region.LOGIC, brace=False):
+    return CursorContext.from_text(prefix, suffix, region, brace)
+
+
+def test_auto_mode():
+    assert line_mode("auto", ctx("x = foo(", ")\n")) == "single"  # mid-line
+    assert line_mode("auto", ctx("def f():\n    ")) == "multi"  # empty block start
+    assert line_mode("auto", ctx("if x:")) == "multi"  # block opener typed
+    assert line_mode("auto", ctx("total = a +")) == "single"
+    assert line_mode("auto", ctx("# explain", region=Region.COMMENT)) == "single"
+    assert line_mode("single", ctx("def f():\n    ")) == "single"
+
+
+def test_single_line_cuts_at_the_newline():
+    c = ctx("total = a +", "\nprint(total)\n")
+    assert finalize(" b\nprint(total)\n", c, "single") == " b"
+    assert block_end(" b", c, "single") is None  # no newline yet: keep generating
+
+
+def test_single_line_on_an_empty_line_skips_leading_newlines():
+    c = ctx("def f():\n    ", "\n")
+    assert finalize("\nreturn 1\nmore", c, "single") == "\nreturn 1"
+
+
+def test_multi_line_stops_when_the_block_ends_python():
+    c = ctx("def f(xs):\n    ", "\n\nprint(f([1]))\n")
+    text = "total = 0\n    for x in xs:\n        total += x\n    return total\n\nprint(f([2]))\n"
+    assert finalize(text, c, "multi") == "total = 0\n    for x in xs:\n        total += x\n    return total"
+
+
+def test_multi_line_stops_before_closing_the_enclosing_brace():
+    c = ctx("function f(a) {\n  ", "\n}\n", brace=True)
+    text = "const b = a * 2;\n  if (b) {\n    return b;\n  }\n  return 0;\n}\n\nfunction g() {"
+    assert finalize(text, c, "multi") == "const b = a * 2;\n  if (b) {\n    return b;\n  }\n  return 0;"
+
+
+def test_text_the_suffix_has_is_dropped():
+    c = ctx("print(foo(", "))\n")
+    assert finalize("x))", c, "single") == "x"
+    c = ctx("if x:\n    ", "\nreturn y\n")
+    assert finalize("y = 1\n    return y", c, "multi") == "y = 1"
+
+
+def test_whitespace_alone_is_never_offered():
+    assert finalize("   \n  ", ctx("x = 1\n"), "multi") == ""
+    assert finalize("\n", ctx("x = 1"), "single") == ""
+
+
+def test_early_stop_only_on_complete_lines():
+    c = ctx("def f(xs):\n    ", "\n")
+    assert block_end("return 1\nprin", c, "multi") is None  # the dedented line is not complete yet
+    assert block_end("return 1\nprint(1)\n", c, "multi") == len("return 1")
