@@ -29,12 +29,24 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=TreeBudget.top_k, help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=TreeBudget.depth, help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=TreeBudget.total_tokens, help="eagle-ref tree: nodes verified")
+    p.add_argument("--target", choices=["engine", "grpc"], default="engine",
+                   help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
+                        "running daemon, prefix cache on and off")
+    p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
+                                             "file made of the held-out Python files)")
+    p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
+    p.add_argument("--keystrokes", type=int, default=12, help="--target grpc: requests per cache setting")
+    p.add_argument("--socket", help="--target grpc: the daemon's socket (default: the user's daemon)")
+    p.add_argument("--tcp", help="--target grpc: the daemon's HOST:PORT instead of the socket")
+    p.add_argument("--token", help="--target grpc: bearer token, if the daemon requires one")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     add_model_options(p)
 
 
 def run(args) -> int:
+    if args.target == "grpc":
+        return run_typing(args)
     modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
@@ -67,4 +79,42 @@ def run(args) -> int:
         print(f"model {env['model']} on {env['device']} ({env['dtype']}), head {env['head']}, "
               f"{len(prompts)} prompts, {args.max_tokens} new tokens each")
         print(format_table(results, by_region=args.by_region))
+    return 0
+
+
+def run_typing(args) -> int:
+    from tqdm import tqdm
+
+    from ..bench.typing import default_document, replay, summarize
+    from ..grpc_api.client import Client, target_for
+
+    text = args.file.read_text(encoding="utf-8", errors="replace") if args.file else default_document()
+    address = target_for(args.socket, args.tcp)
+    with Client(address, args.token) as client:
+        if not client.serving():
+            raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
+        bar = tqdm(total=2 * (args.keystrokes + 1), desc="typing", unit="request")
+        runs = {setting: summarize(replay(client, text, args.line, args.keystrokes, min(args.max_tokens, 16),
+                                          cache=setting == "cache_on", progress=lambda: bar.update(1)))
+                for setting in ("cache_on", "cache_off")}
+        bar.close()
+        daemon = client.stats()
+    ratio = runs["cache_off"]["first_token_ms"]["p50"] / max(runs["cache_on"]["first_token_ms"]["p50"], 1e-9)
+    report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
+              "document_lines": text.count("\n"), "line": args.line, **runs,
+              "first_token_speedup_from_cache": round(ratio, 2)}
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {args.line} of a "
+          f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
+    print(f"{'prefix cache':<14}{'TTFT p50':>10}{'p95':>9}{'p99':>9}{'total p50':>11}{'p95':>9}{'p99':>9}"
+          f"{'prompt tok':>12}{'reused':>9}")
+    for setting, data in runs.items():
+        f, t = data["first_token_ms"], data["total_ms"]
+        print(f"{setting.replace('cache_', ''):<14}{f['p50']:>10.1f}{f['p95']:>9.1f}{f['p99']:>9.1f}{t['p50']:>11.1f}"
+              f"{t['p95']:>9.1f}{t['p99']:>9.1f}{data['prompt_tokens']:>12.0f}{data['reused_tokens']:>9.0f}")
+    print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
     return 0

@@ -160,3 +160,12 @@ def test_non_loopback_tcp_is_refused_without_remote_and_token():
     with pytest.raises(DaemonError, match="not a loopback"):
         check_tcp_address("192.168.1.5:7878", True, None)
     assert check_tcp_address("192.168.1.5:7878", True, "secret")[0] == "192.168.1.5"
+
+
+def test_typing_replay_reuses_the_prefix(daemon):
+    from nestling.daemon.bench.typing import default_document, replay, summarize
+
+    text = default_document(300)
+    on = summarize(replay(daemon.client, text, 200, 3, 4, cache=True))
+    off = summarize(replay(daemon.client, text, 200, 3, 4, cache=False))
+    assert on["reused_tokens"] > 0.5 * on["prompt_tokens"] and off["reused_tokens"] == 0

@@ -1,0 +1,63 @@
+"""`nestling serve` as a user runs it: detach, one daemon per user, token auth, graceful SIGTERM."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+
+from nestling.daemon.grpc_api.client import Client, full_text_request, target_for
+
+
+def nestling(*args, env):
+    return subprocess.run([sys.executable, "-m", "nestling.daemon.cli.main", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+@pytest.fixture()
+def env(tmp_path):
+    environment = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "xdg"), NESTLING_CONFIG=str(tmp_path / "none.toml"))
+    return environment
+
+
+def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
+    socket = tmp_path / "xdg" / "nestling" / "daemon.sock"
+    common = ["--model", model_folder, "--head", "untrained", "--dtype", "float32", "--token", "s3cret"]
+    started = nestling("serve", "--detach", *common, env=env)
+    assert started.returncode == 0, started.stderr
+    pid = int(re.search(r"pid (\d+)", started.stdout).group(1))
+    try:
+        again = nestling("serve", *common, env=env)
+        assert again.returncode == 2 and "already running" in again.stderr
+        with Client(target_for(socket)) as anonymous:
+            with pytest.raises(grpc.RpcError) as info:
+                anonymous.complete(full_text_request("file:///t.py", "def f():\n    ", 13, max_tokens=4))
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert anonymous.serving()  # health needs no token
+        with Client(target_for(socket), token="s3cret") as client:
+            answer = client.complete(full_text_request("file:///t.py", "def f():\n    ", 13, max_tokens=4))
+            assert answer.stats.tokens > 0
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the daemon did not exit on SIGTERM")
+    assert not socket.exists()
+
+
+def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
+    (tmp_path / "none.toml").write_text("max_tokenz = 3\n")
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and "unknown settings ['max_tokenz']" in result.stderr
+    (tmp_path / "none.toml").write_text("max_tokens = 5\n")
+    result = nestling("config", "--json", env=env)
+    assert '"max_tokens": 5' in result.stdout
