@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from .context.syntax import Region
+from .modes import MODES
 from .models.eagle_head import EagleHead, head_config_from_target, load_head
 from .models.errors import HeadLoadError
 from .models.target import TargetModel, load_target
@@ -23,16 +24,6 @@ from .speculative.lookup_drafter import LookupDrafter, MergedDrafter
 log = logging.getLogger(__name__)
 
 SHIPPED_HEADS_DIR = Path(__file__).parent / "models" / "heads"
-# Decoding modes, simplest first. "spec" is the full policy; the others are its ablations.
-MODE_HELP = {
-    "ar": "plain autoregressive decoding (the baseline)",
-    "lookup": "prompt-lookup drafting alone (n-gram continuations, up to 10 tokens)",
-    "eagle-ref": "EAGLE-2 with the reference fixed tree (top_k 10, depth 7, 60 nodes)",
-    "eagle-latency": "EAGLE-2 sized by the measured verification cost",
-    "eagle-syntax": "EAGLE-2 sized by cost and shaped by the syntax region at the cursor",
-    "spec": "the full policy: eagle-syntax plus lookup branches (default)",
-}
-MODES = tuple(MODE_HELP)
 MAX_TREE_NODES = 128  # upper bound for latency-aware sizing
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bench.prompts import collect
-from ..bench.runner import environment, format_table, run_bench
-from ..runtime import MODE_HELP, MODES, load_runtime
-from ..speculative.drafter import TreeBudget
+from ..modes import MODE_HELP, MODES
+
+REFERENCE_TREE = {"top_k": 10, "depth": 7, "total_tokens": 60}  # the EAGLE-2 reference defaults (TreeBudget's)
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "bench" / "data"
 
@@ -26,9 +25,9 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--modes", default="ar,spec", help=f"comma-separated, the first is the baseline ({modes})")
     p.add_argument("--ablation", action="store_true", help="all modes: " + ",".join(MODES))
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
-    p.add_argument("--top-k", type=int, default=TreeBudget.top_k, help="eagle-ref tree: children per node")
-    p.add_argument("--depth", type=int, default=TreeBudget.depth, help="eagle-ref tree: draft depth")
-    p.add_argument("--total-tokens", type=int, default=TreeBudget.total_tokens, help="eagle-ref tree: nodes verified")
+    p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
+    p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
+    p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
     p.add_argument("--target", choices=["engine", "grpc"], default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
                         "running daemon, prefix cache on and off")
@@ -47,6 +46,11 @@ def add_parser(sub, add_model_options) -> None:
 def run(args) -> int:
     if args.target == "grpc":
         return run_typing(args)
+    from ..bench.prompts import collect
+    from ..bench.runner import environment, format_table, run_bench
+    from ..runtime import load_runtime
+    from ..speculative.drafter import TreeBudget
+
     modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:

@@ -9,9 +9,7 @@ from pathlib import Path
 from ..context.fim import build_fim_prompt, split_at
 from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
-from ..runtime import MODE_HELP, MODES, load_runtime
-from ..speculative.accept import Sampling
-from ..speculative.engine import StopRule
+from ..modes import MODE_HELP, MODES
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -31,6 +29,10 @@ def add_parser(sub, add_model_options) -> None:
 
 
 def run(args) -> int:
+    from ..runtime import load_runtime
+    from ..speculative.accept import Sampling
+    from ..speculative.engine import StopRule
+
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     if not 0.0 < args.top_p <= 1.0 or args.temperature < 0:

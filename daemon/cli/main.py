@@ -1,4 +1,6 @@
-"""`nestling` command line: one subcommand a module, each with add_parser() and run()."""
+"""nestling: fast, exact code completions from a local code model.
+
+The command line: one subcommand a module, each with add_parser() (cheap) and run() (imports the heavy parts)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,9 @@ import logging
 import sys
 
 from ..models.errors import ModelLoadError
-from . import bench, complete, config, profile, serve, train_head
+from . import bench, complete, config, lsp, profile, serve, train_head
 
-COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "config": config, "profile": profile,
+COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "lsp": lsp, "config": config, "profile": profile,
             "train-head": train_head}
 
 

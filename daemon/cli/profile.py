@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
-from ..runtime import load_runtime
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -43,6 +41,9 @@ def plot_curve(profile, path: Path) -> None:
 
 
 def run(args) -> int:
+    from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
+    from ..runtime import load_runtime
+
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
                       repeats=args.repeats)

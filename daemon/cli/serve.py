@@ -9,9 +9,7 @@ import subprocess
 import sys
 import time
 
-from ..grpc_api.client import Client, target_for
-from ..grpc_api.server import DaemonError, serve
-from ..runtime import MODES, load_runtime
+from ..modes import MODES
 from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
@@ -43,6 +41,9 @@ def run(args) -> int:
     config, _ = load_config(settings_from(args))
     if args.detach:
         return detach(args, config)
+    from ..grpc_api.server import DaemonError, serve
+    from ..runtime import load_runtime
+
     logging.getLogger().setLevel(config.log_level.upper())
     try:
         asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype)))
@@ -54,6 +55,8 @@ def run(args) -> int:
 
 def detach(args, config) -> int:
     """Start `nestling serve` in a new session, log to the runtime dir, and wait until it serves."""
+    from ..grpc_api.client import Client, target_for
+
     folder = runtime_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = folder / "daemon.log"

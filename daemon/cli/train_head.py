@@ -8,9 +8,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from ..models.target import load_target
-from ..training.pipeline import DataConfig, run_training
-from ..training.trainer import TrainConfig
+from ..training.config import DataConfig, TrainConfig
 
 
 def _add_dataclass_options(parser, cls, skip=()) -> None:
@@ -41,6 +39,9 @@ def add_parser(sub, add_model_options) -> None:
 
 
 def run(args) -> int:
+    from ..models.target import load_target
+    from ..training.pipeline import run_training
+
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     train = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "seed"})
     target = load_target(args.model, device=args.device, dtype=args.dtype)

@@ -61,3 +61,26 @@ class Client:
 
     def stats(self, timeout: float = 5.0) -> pb.GetStatsResponse:
         return self.stub.GetStats(pb.GetStatsRequest(), timeout=timeout, metadata=self.metadata)
+
+
+class AsyncClient:
+    """asyncio client (grpc.aio), for the language server."""
+
+    def __init__(self, target: str, token: str | None = None):
+        self.channel = grpc.aio.insecure_channel(target)
+        self.stub = pb_grpc.CompletionStub(self.channel)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def serving(self, timeout: float = 2.0) -> bool:
+        try:
+            reply = await self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+        except grpc.RpcError:
+            return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    async def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
+        return await self.stub.Complete(request, timeout=timeout, metadata=self.metadata)

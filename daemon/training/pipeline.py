@@ -8,7 +8,7 @@ import json
 import platform
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -21,27 +21,9 @@ from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
 from .distill import DistilledSequence, batching_order, distill
 from .samples import make_samples
-from .trainer import TrainConfig, TrainState, train_head
+from .config import DataConfig, TrainConfig
+from .trainer import TrainState, train_head
 from .vocab import coverage, draft_vocabulary
-
-
-@dataclass
-class DataConfig:
-    corpus: list[str] = field(default_factory=list)  # folders/globs; empty = the default corpus
-    exclude: list[str] = field(default_factory=list)  # folders/globs left out (e.g. benchmark files)
-    samples_per_file: int = 3  # FIM cut points per file
-    max_samples: int = 4000  # distilled training sequences, at most
-    held_out_samples: int = 200  # distilled evaluation sequences (from held-out files only)
-    held_out_fraction: float = 0.02  # share of files held out (by content hash)
-    prefix_tokens: int = 384  # FIM prefix budget of a training prompt
-    suffix_tokens: int = 96  # FIM suffix budget of a training prompt
-    max_new_tokens: int = 64  # continuation length the target writes per prompt
-    gen_batch: int = 16  # prompts generated together
-    cache_dir: str | None = None  # keep distilled shards here (resumable); None = in memory only
-    cache_limit_gb: float = 20.0  # stop adding shards beyond this size
-    draft_vocab: int = 32000  # draft vocabulary size (0 = the target's full vocabulary)
-    data_time_limit_s: float | None = None  # stop distilling training samples after this long (keeps what is done)
-    seed: int = 0
 
 
 def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool

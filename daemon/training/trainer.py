@@ -24,27 +24,8 @@ from tqdm import tqdm
 from ..models.eagle_head import EagleHead, save_head
 from ..models.kv_cache import new_cache
 from .dataset import Batch, batches, make_batch
+from .config import TrainConfig
 from .distill import DistilledSequence
-
-
-@dataclass
-class TrainConfig:
-    unroll: int = 3  # draft steps trained per position (1 = plain EAGLE-1/2 training)
-    step_decay: float = 0.8  # loss weight of step s is step_decay ** (s - 1)
-    reg_weight: float = 1.0  # smooth-L1 feature regression
-    cls_weight: float = 1.0  # cross-entropy against the target's distribution
-    noise: float = 0.1  # uniform noise amplitude on the target features fed to step 1
-    prompt_weight: float = 0.5  # loss weight of positions inside the prompt (continuation positions: 1)
-    lr: float = 3e-4  # AdamW peak learning rate
-    warmup: int = 100  # linear warmup steps
-    clip: float = 0.5  # gradient norm clip
-    batch_tokens: int = 4096  # padded tokens per batch
-    max_steps: int = 2000  # optimizer steps at most (cosine decay to 10% over these)
-    time_limit_s: float | None = None  # stop after this much training time
-    eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
-    patience: int = 5  # evaluations without improvement before stopping early
-    seed: int = 0
-    autocast: bool = True  # bfloat16 matmuls (float32 master weights); on for CUDA and bf16-capable CPUs
 
 
 def _training_mask(lengths: torch.Tensor, width: int, step: int, dtype) -> torch.Tensor:

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from nestling.daemon.models.eagle_head import save_head
-from tiny import save_tiny_model_folder, tiny_head, tiny_target
+from tiny import save_tiny_model_folder, tiny_head
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from nestling.daemon.speculative import accept as accept_module
 from nestling.daemon.speculative.accept import Acceptance, Sampling, target_probs
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter

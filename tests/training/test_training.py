@@ -9,8 +9,9 @@ from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
-from nestling.daemon.training.pipeline import DataConfig, initial_head, prepare_data, run_training
-from nestling.daemon.training.trainer import TrainConfig, unrolled_loss
+from nestling.daemon.training.config import DataConfig, TrainConfig
+from nestling.daemon.training.pipeline import initial_head, prepare_data, run_training
+from nestling.daemon.training.trainer import unrolled_loss
 from nestling.daemon.training.vocab import draft_vocabulary
 from tiny import save_tiny_model_folder
 

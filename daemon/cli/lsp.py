@@ -1,0 +1,38 @@
+"""`nestling lsp`: the language server (stdio; --tcp for debugging)."""
+
+from __future__ import annotations
+
+
+def add_parser(sub, add_model_options) -> None:
+    p = sub.add_parser("lsp", help="run the language server on stdio (editors start this)")
+    p.add_argument("--tcp", help="listen on HOST:PORT instead of stdio (debugging)")
+    p.add_argument("--embedded", action="store_true", help="run the engine in this process instead of the daemon")
+    p.add_argument("--log-file", help="write the server's log here (stdio carries the protocol)")
+    add_model_options(p)
+
+
+def run(args) -> int:
+    import logging
+
+    from ...lsp.server import build_server, daemon_backend_factory, embedded_backend_factory
+
+    if args.log_file:
+        logging.basicConfig(filename=args.log_file, level=logging.INFO, force=True)
+    model_flags = []
+    for flag in ("model", "head", "device", "dtype"):
+        if getattr(args, flag):
+            model_flags += [f"--{flag}", str(getattr(args, flag))]
+    if args.embedded:
+        from ..runtime import load_runtime
+
+        factory = embedded_backend_factory(lambda: load_runtime(args.model, args.head, args.device, args.dtype,
+                                                                progress=False))
+    else:
+        factory = daemon_backend_factory(model_flags)
+    server = build_server(factory)
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0

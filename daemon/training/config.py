@@ -1,0 +1,45 @@
+"""Settings of `nestling train-head` (kept free of heavy imports: the CLI builds its options from them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DataConfig:
+    corpus: list[str] = field(default_factory=list)  # folders/globs; empty = the default corpus
+    exclude: list[str] = field(default_factory=list)  # folders/globs left out (e.g. benchmark files)
+    samples_per_file: int = 3  # FIM cut points per file
+    max_samples: int = 4000  # distilled training sequences, at most
+    held_out_samples: int = 200  # distilled evaluation sequences (from held-out files only)
+    held_out_fraction: float = 0.02  # share of files held out (by content hash)
+    prefix_tokens: int = 384  # FIM prefix budget of a training prompt
+    suffix_tokens: int = 96  # FIM suffix budget of a training prompt
+    max_new_tokens: int = 64  # continuation length the target writes per prompt
+    gen_batch: int = 16  # prompts generated together
+    cache_dir: str | None = None  # keep distilled shards here (resumable); None = in memory only
+    cache_limit_gb: float = 20.0  # stop adding shards beyond this size
+    draft_vocab: int = 32000  # draft vocabulary size (0 = the target's full vocabulary)
+    data_time_limit_s: float | None = None  # stop distilling training samples after this long (keeps what is done)
+    seed: int = 0
+
+
+
+@dataclass
+class TrainConfig:
+    unroll: int = 3  # draft steps trained per position (1 = plain EAGLE-1/2 training)
+    step_decay: float = 0.8  # loss weight of step s is step_decay ** (s - 1)
+    reg_weight: float = 1.0  # smooth-L1 feature regression
+    cls_weight: float = 1.0  # cross-entropy against the target's distribution
+    noise: float = 0.1  # uniform noise amplitude on the target features fed to step 1
+    prompt_weight: float = 0.5  # loss weight of positions inside the prompt (continuation positions: 1)
+    lr: float = 3e-4  # AdamW peak learning rate
+    warmup: int = 100  # linear warmup steps
+    clip: float = 0.5  # gradient norm clip
+    batch_tokens: int = 4096  # padded tokens per batch
+    max_steps: int = 2000  # optimizer steps at most (cosine decay to 10% over these)
+    time_limit_s: float | None = None  # stop after this much training time
+    eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
+    patience: int = 5  # evaluations without improvement before stopping early
+    seed: int = 0
+    autocast: bool = True  # bfloat16 matmuls (float32 master weights); on for CUDA and bf16-capable CPUs

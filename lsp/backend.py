@@ -1,0 +1,162 @@
+"""Where completions come from: the shared daemon over gRPC (started on demand), or an engine embedded in
+this process (--embedded). LSP types stop at the handlers; these take and return plain values."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import grpc
+
+from ..daemon.grpc_api.client import AsyncClient, full_text_request, target_for
+
+log = logging.getLogger(__name__)
+LINE_MODE_CODES = {"auto": 0, "single": 1, "multi": 2}
+
+
+@dataclass(frozen=True)
+class Query:
+    uri: str
+    language_id: str
+    text: str
+    cursor: int  # code points before the cursor
+    max_tokens: int
+    line_mode: str  # auto | single | multi
+    alternatives: int
+
+
+class BackendError(Exception):
+    """A completion failed for a reason the user should see (message is human readable)."""
+
+
+Progress = Callable[[str, str | None], None]  # (phase: begin|report|end, message)
+
+
+class DaemonBackend:
+    """Talks to the user's daemon; starts it when none answers, and reconnects if it restarts."""
+
+    def __init__(self, socket: str | None, tcp: str | None, token: str | None, auto_start: bool, serve_args=()):
+        self.target = target_for(socket, tcp)
+        self.token = token
+        self.auto_start = auto_start and tcp is None
+        self.socket = socket
+        self.serve_args = list(serve_args)  # extra `nestling serve` flags for an auto-started daemon
+        self.client = AsyncClient(self.target, token)
+        self._starting: asyncio.Task | None = None
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def ensure_ready(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
+        if await self.client.serving(timeout=1.0):
+            return
+        if not self.auto_start:
+            raise BackendError(f"no nestling daemon at {self.target}; start one with `nestling serve --detach`")
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.ensure_future(self._start(progress, wait_s))
+        await asyncio.shield(self._starting)
+
+    async def _start(self, progress: Progress | None, wait_s: float) -> None:
+        if progress:
+            progress("begin", "starting the nestling daemon and loading the model")
+        argv = [sys.executable, "-m", "nestling.daemon.cli.main", "serve", "--detach", "--wait", str(wait_s)]
+        if self.socket:
+            argv += ["--socket", self.socket]
+        argv += self.serve_args
+        started = time.monotonic()
+        process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                       stdin=subprocess.DEVNULL)
+        while True:
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), timeout=2.0)
+                break
+            except asyncio.TimeoutError:
+                if progress:
+                    progress("report", f"loading the model ({time.monotonic() - started:.0f} s)")
+        out, err = await process.communicate()
+        ok = process.returncode == 0 or (b"already running" in err and await self.client.serving(timeout=5.0))
+        if progress:
+            progress("end", "nestling daemon ready" if ok else "nestling daemon failed to start")
+        if not ok:
+            raise BackendError("could not start the nestling daemon: " + err.decode(errors="replace").strip()[-500:])
+
+    async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
+        request = full_text_request(query.uri, query.text, query.cursor, query.language_id,
+                                    max_tokens=query.max_tokens, line_mode=LINE_MODE_CODES[query.line_mode],
+                                    alternatives=query.alternatives)
+        for attempt in range(2):
+            try:
+                answer = await self.client.complete(request, timeout=120)
+                return [item.text for item in answer.items]
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE and attempt == 0:
+                    await self.ensure_ready(progress)  # the daemon restarted or is loading: wait, then retry once
+                    continue
+                if exc.code() == grpc.StatusCode.CANCELLED:
+                    return []  # superseded by a newer request for the same document
+                raise BackendError(f"{exc.code().name}: {exc.details()}") from None
+        return []
+
+
+class EmbeddedBackend:
+    """The engine in this process (for a quick try or tests): the same service and worker the daemon runs."""
+
+    def __init__(self, load_runtime, config=None):
+        self._load_runtime = load_runtime
+        self._config = config
+        self.worker = None
+        self.service = None
+        self._loading: asyncio.Task | None = None
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            await asyncio.to_thread(self.worker.stop)
+
+    async def ensure_ready(self, progress: Progress | None = None) -> None:
+        if self.worker is not None:
+            return
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._load(progress))
+        await asyncio.shield(self._loading)
+
+    async def _load(self, progress: Progress | None) -> None:
+        from ..daemon.service.completion import CompletionService
+        from ..daemon.service.config import ServiceConfig
+        from ..daemon.service.stats import ServiceStats
+        from ..daemon.service.worker import ModelWorker
+
+        if progress:
+            progress("begin", "loading the model")
+        runtime = await asyncio.to_thread(self._load_runtime)
+        self.service = CompletionService(runtime, self._config or ServiceConfig())
+        self.worker = ModelWorker(self.service, ServiceStats())
+        if progress:
+            progress("end", "model loaded")
+
+    async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
+        from ..daemon.service.completion import CompletionRequest, Superseded
+
+        await self.ensure_ready(progress)
+        request = CompletionRequest(uri=query.uri, language_id=query.language_id, text=query.text, cursor=query.cursor,
+                                    max_tokens=query.max_tokens, line_mode=query.line_mode,
+                                    alternatives=query.alternatives)
+        try:
+            self.service.validate(request)
+        except ValueError as exc:
+            raise BackendError(str(exc)) from None
+        job = self.worker.submit(request)
+        try:
+            result = await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            self.worker.cancel(job)
+            raise
+        except Superseded:
+            return []
+        except Exception as exc:
+            raise BackendError(f"completion failed: {exc}") from None
+        return [item.text for item in result.items]

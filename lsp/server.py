@@ -1,0 +1,156 @@
+"""`nestling lsp`: inline completions (LSP 3.18) and a completion-menu fallback, served from the shared daemon.
+
+Handlers are thin: validate the position, build a query, await the backend, convert back. Model work
+never runs on the event loop; $/cancelRequest cancels the handler's task and with it the daemon call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from . import convert
+from .backend import BackendError, DaemonBackend, EmbeddedBackend, Query
+from .settings import Settings, merge
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+
+
+class NestlingLanguageServer(LanguageServer):
+    def __init__(self, make_backend):
+        super().__init__("nestling", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.make_backend = make_backend  # Settings -> DaemonBackend | EmbeddedBackend
+        self.settings = Settings()
+        self.backend: DaemonBackend | EmbeddedBackend | None = None
+
+    def progress(self):
+        """A reporter for backend start-up, shown as $/progress when the client supports it."""
+        capabilities = self.client_capabilities.window
+        if not (capabilities and capabilities.work_done_progress):
+            return None
+        token = str(uuid.uuid4())
+        created = self.work_done_progress.create(token)
+
+        def report(phase: str, message: str | None) -> None:
+            if not created.done() and phase != "begin":
+                return
+            if phase == "begin":
+                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="nestling", message=message))
+            elif phase == "report":
+                self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
+            else:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+        return report
+
+
+def query_for(ls: NestlingLanguageServer, uri: str, position: types.Position, alternatives: int,
+              selected: types.SelectedCompletionInfo | None = None) -> tuple[Query, str]:
+    """(the backend query, the selected text to prefix items with); InvalidParams for a bad document/position."""
+    if uri not in ls.workspace.text_documents:
+        raise JsonRpcInvalidParams(f"document {uri} is not open (send textDocument/didOpen first)")
+    document = ls.workspace.get_text_document(uri)
+    try:
+        cursor = convert.cursor_offset(document, position)
+        text, prefix_text = document.source, ""
+        if selected is not None:
+            start = convert.cursor_offset(document, selected.range.start)
+            end = convert.cursor_offset(document, selected.range.end)
+            text, cursor = convert.apply_selected(document.source, start, end, selected.text)
+            prefix_text = selected.text
+    except ValueError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    settings = ls.settings
+    query = Query(uri=uri, language_id=document.language_id or "", text=text, cursor=cursor,
+                  max_tokens=settings.max_tokens, line_mode=settings.line_mode, alternatives=alternatives)
+    return query, prefix_text
+
+
+async def run_query(ls: NestlingLanguageServer, query: Query) -> list[str]:
+    if not ls.settings.enabled_for(query.language_id):
+        return []
+    try:
+        return await ls.backend.complete(query, ls.progress())
+    except BackendError as exc:
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"nestling: {exc}"))
+        return []
+
+
+def build_server(make_backend) -> NestlingLanguageServer:
+    server = NestlingLanguageServer(make_backend)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: NestlingLanguageServer, params: types.InitializeParams):
+        ls.settings = merge(ls.settings, params.initialization_options)
+        ls.backend = ls.make_backend(ls.settings)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: NestlingLanguageServer, params: types.InitializedParams):
+        if ls.settings.problems:
+            ls.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Warning, message=f"nestling: ignored settings {', '.join(ls.settings.problems)}"))
+        asyncio.ensure_future(_warm_up(ls))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: NestlingLanguageServer, params: types.DidChangeConfigurationParams):
+        before = ls.settings
+        ls.settings = merge(before, params.settings)
+        if (ls.settings.socket, ls.settings.tcp, ls.settings.token) != (before.socket, before.tcp, before.token):
+            old, ls.backend = ls.backend, ls.make_backend(ls.settings)
+            await old.close()
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls: NestlingLanguageServer, params: types.InlineCompletionParams):
+        invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        selected = params.context.selected_completion_info
+        query, prefix_text = query_for(ls, params.text_document.uri, params.position,
+                                       ls.settings.alternatives if invoked else 1, selected)
+        texts = await run_query(ls, query)
+        return convert.inline_list(texts, prefix_text, selected.range if selected else None)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))
+    async def completion(ls: NestlingLanguageServer, params: types.CompletionParams):
+        query, _ = query_for(ls, params.text_document.uri, params.position, 1)
+        texts = await run_query(ls, query)
+        line_before = query.text[: query.cursor].rsplit("\n", 1)[-1]
+        word = convert.word_before(line_before)
+        start = types.Position(line=params.position.line,
+                               character=params.position.character - len(word.encode("utf-16-le")) // 2)
+        items = [convert.completion_item(t, word, types.Range(start=start, end=params.position)) for t in texts]
+        return types.CompletionList(is_incomplete=True, items=items)
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: NestlingLanguageServer, params):
+        if ls.backend is not None:
+            await ls.backend.close()
+
+    return server
+
+
+async def _warm_up(ls: NestlingLanguageServer) -> None:
+    """Start (or find) the daemon right away, so the first keystroke does not wait for the model."""
+    try:
+        await ls.backend.ensure_ready(ls.progress())
+    except BackendError as exc:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
+
+
+def daemon_backend_factory(serve_args=()):
+    return lambda s: DaemonBackend(s.socket, s.tcp, s.token, s.auto_start, serve_args)
+
+
+def embedded_backend_factory(load_runtime):
+    backend = {}
+
+    def make(settings: Settings):
+        if "instance" not in backend:  # one engine per process, whatever the settings say later
+            backend["instance"] = EmbeddedBackend(load_runtime)
+        return backend["instance"]
+
+    return make

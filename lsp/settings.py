@@ -1,0 +1,71 @@
+"""Language server settings, from initializationOptions and workspace/didChangeConfiguration.
+
+    {"nestling": {"enable": true, "disabledLanguages": ["markdown"], "maxTokens": 64, "lineMode": "auto",
+                  "alternatives": 3, "daemon": {"socket": "/path/daemon.sock", "tcp": null, "token": null,
+                  "autoStart": true}}}
+
+The "nestling" wrapper is optional; unknown keys are ignored; bad values are reported and ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+LINE_MODES = ("auto", "single", "multi")
+
+
+@dataclass(frozen=True)
+class Settings:
+    enable: bool = True  # offer completions at all
+    disabled_languages: frozenset[str] = frozenset({"plaintext", "markdown", "log"})  # languageIds left alone
+    max_tokens: int = 64  # per completion
+    line_mode: str = "auto"  # auto | single | multi
+    alternatives: int = 3  # items for an invoked (explicit) inline completion request
+    socket: str | None = None  # daemon socket (None: the user's default)
+    tcp: str | None = None  # daemon HOST:PORT instead of the socket
+    token: str | None = None  # bearer token, if the daemon wants one
+    auto_start: bool = True  # start `nestling serve --detach` when no daemon answers
+    problems: tuple[str, ...] = field(default=(), compare=False)  # what was ignored, for a log message
+
+    def enabled_for(self, language_id: str) -> bool:
+        return self.enable and language_id not in self.disabled_languages
+
+
+def merge(current: Settings, raw) -> Settings:
+    """`current` updated from a settings object; bad values are ignored and listed in `problems`."""
+    if not isinstance(raw, dict):
+        return current
+    data = raw.get("nestling", raw)
+    if not isinstance(data, dict):
+        return current
+    changes: dict = {}
+    problems: list[str] = []
+
+    def take(key: str, name: str, check, convert=lambda v: v):
+        if key in data:
+            value = data[key]
+            if check(value):
+                changes[name] = convert(value)
+            else:
+                problems.append(f"{key}={value!r}")
+
+    take("enable", "enable", lambda v: isinstance(v, bool))
+    take("disabledLanguages", "disabled_languages", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+         frozenset)
+    take("maxTokens", "max_tokens", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1024)
+    take("lineMode", "line_mode", lambda v: v in LINE_MODES)
+    take("alternatives", "alternatives", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 8)
+    daemon = data.get("daemon")
+    if isinstance(daemon, dict):
+        for key, name in (("socket", "socket"), ("tcp", "tcp"), ("token", "token")):
+            if key in daemon:
+                if daemon[key] is None or isinstance(daemon[key], str):
+                    changes[name] = daemon[key]
+                else:
+                    problems.append(f"daemon.{key}={daemon[key]!r}")
+        if "autoStart" in daemon:
+            if isinstance(daemon["autoStart"], bool):
+                changes["auto_start"] = daemon["autoStart"]
+            else:
+                problems.append(f"daemon.autoStart={daemon['autoStart']!r}")
+    return replace(current, **changes, problems=tuple(problems))

@@ -1,0 +1,81 @@
+"""The language server against a real daemon process: started on demand (with $/progress), used over its
+Unix socket, and found again after it restarts."""
+
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from conftest import MODEL
+
+RUNTIME = Path(tempfile.mkdtemp(prefix="nestling-xdg-"))
+ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
+SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", "--model", str(MODEL), "--head", "untrained",
+          "--dtype", "float32"]
+URI = "file:///work/daemon_example.py"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=ENV), scope="module")
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True)),
+        initialization_options={"maxTokens": 6}))
+    lsp_client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=URI, language_id="python", version=1, text="def main():\n    \n")))
+    yield
+    await lsp_client.shutdown_session()
+    stop_daemon()
+
+
+def daemon_pid() -> int | None:
+    lock = RUNTIME / "nestling" / "daemon.lock"
+    match = re.search(r"pid (\d+)", lock.read_text()) if lock.exists() else None
+    return int(match.group(1)) if match else None
+
+
+def stop_daemon() -> None:
+    pid = daemon_pid()
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+
+
+def request():
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line=1, character=4),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_daemon_is_started_on_demand_with_progress(client: LanguageClient):
+    result = await client.text_document_inline_completion_async(request())
+    assert result is not None and daemon_pid() is not None
+    socket = RUNTIME / "nestling" / "daemon.sock"
+    assert socket.exists() and (socket.stat().st_mode & 0o777) == 0o600
+    progress = [str(v) for values in client.progress_reports.values() for v in values]
+    assert any("daemon" in p or "model" in p for p in progress), progress
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_after_the_daemon_restarts(client: LanguageClient):
+    first = daemon_pid()
+    stop_daemon()
+    result = await client.text_document_inline_completion_async(request())  # starts it again, reconnects
+    assert result is not None and daemon_pid() not in (None, first)
