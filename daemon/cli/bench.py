@@ -28,9 +28,10 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
-    p.add_argument("--target", choices=["engine", "grpc"], default="engine",
+    p.add_argument("--target", choices=["engine", "grpc", "syntax"], default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
-                        "running daemon, prefix cache on and off")
+                        "running daemon, prefix cache on and off; syntax: incremental parse + region lookup "
+                        "after a one-character edit in a 5,000-line file, per language")
     p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
                                              "file made of the held-out Python files)")
     p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
@@ -40,12 +41,15 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--token", help="--target grpc: bearer token, if the daemon requires one")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
+    p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
     add_model_options(p)
 
 
 def run(args) -> int:
     if args.target == "grpc":
         return run_typing(args)
+    if args.target == "syntax":
+        return run_syntax(args)
     from ..bench.prompts import collect
     from ..bench.runner import environment, format_table, run_bench
     from ..runtime import load_runtime
@@ -76,6 +80,8 @@ def run(args) -> int:
         report["cost_profile"] = {"verify_ms": runtime.profile.verify_ms, "draft_step_ms": runtime.profile.draft_step_ms}
     if args.out:
         args.out.write_text(json.dumps(report, indent=2, default=str))
+    if args.plot:
+        plot_regions(report, args.plot)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     else:
@@ -122,3 +128,46 @@ def run_typing(args) -> int:
               f"{t['p95']:>9.1f}{t['p99']:>9.1f}{data['prompt_tokens']:>12.0f}{data['reused_tokens']:>9.0f}")
     print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
     return 0
+
+
+def run_syntax(args) -> int:
+    from ..bench.syntax_latency import measure
+
+    results = measure()
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print("one-character edit at a line end + incremental reparse + region at the cursor, 5,000-line files")
+    print(f"{'language':<12}{'file':<22}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}")
+    for name, row in results.items():
+        print(f"{name:<12}{row['file']:<22}{row['median_ms']:>10.2f}{row['p95_ms']:>9.2f}{row['max_ms']:>9.2f}")
+    return 0
+
+
+def plot_regions(report: dict, path: Path) -> None:
+    """Grouped bars: decode tokens/s of each mode, overall and per region at the cursor."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
+    groups = {"all": report["modes"], **report["by_region"]}
+    modes = [m["mode"] for m in report["modes"]]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups) * len(modes) / 3), 3.8))
+    width = 0.8 / len(modes)
+    for index, mode in enumerate(modes):
+        values = [next((row["decode_tokens_per_s"] for row in rows if row["mode"] == mode), 0.0) for rows in groups.values()]
+        ax.bar([g + index * width for g in range(len(groups))], values, width, label=mode)
+    ax.set_xticks([g + width * (len(modes) - 1) / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{name}\n({rows[0]['prompts']} prompts)" for name, rows in groups.items()], fontsize=8)
+    ax.set_ylabel("decode tokens/s")
+    env = report["environment"]
+    ax.set_title(f"{env['model']} on {env['device']} ({env['dtype']}), head {Path(str(env['head'])).name}", fontsize=9)
+    ax.legend(fontsize=7, ncol=3)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
