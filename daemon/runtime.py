@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -51,6 +51,7 @@ class Runtime:
     head: EagleHead | None  # None: no EAGLE drafting (lookup and autoregressive only)
     head_source: str  # a path, "untrained" or "none"
     budget: TreeBudget  # the tree budget of eagle-ref (the reference EAGLE-2 defaults unless overridden)
+    static_buckets: tuple[int, ...] = ()  # static shapes: verified trees padded up to these sizes (GPU option)
     _profile: CostProfile | None = None  # measured verification cost, loaded on first use
 
     @property
@@ -81,7 +82,11 @@ class Runtime:
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
 
     def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
-        """The tree budget of `mode` for a cursor in `region`."""
+        """The tree budget of `mode` for a cursor in `region` (padded to static shapes when configured)."""
+        budget = self._budget_for(mode, region)
+        return replace(budget, buckets=self.static_buckets) if self.static_buckets and mode != "ar" else budget
+
+    def _budget_for(self, mode: str, region: Region) -> TreeBudget:
         self._check(mode)
         if mode in ("ar", "eagle-ref"):
             return self.budget
@@ -122,8 +127,13 @@ def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | Non
     return untrained_head(target), "untrained"
 
 
+STATIC_BUCKETS = (16, 32, 64, 128)  # tree sizes (root included) of the static-shape option
+
+
 def load_runtime(model: str | None = None, head: str | None = None, device: str | None = None,
-                 dtype: str | None = None, budget: TreeBudget | None = None, progress: bool = True) -> Runtime:
+                 dtype: str | None = None, budget: TreeBudget | None = None, progress: bool = True,
+                 static_shapes: bool = False) -> Runtime:
     target = load_target(model, device=device, dtype=dtype, progress=progress)
     drafter_head, source = resolve_head(target, head)
-    return Runtime(target=target, head=drafter_head, head_source=source, budget=budget or TreeBudget())
+    return Runtime(target=target, head=drafter_head, head_source=source, budget=budget or TreeBudget(),
+                   static_buckets=STATIC_BUCKETS if static_shapes else ())

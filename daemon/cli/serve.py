@@ -13,7 +13,7 @@ from ..modes import MODES
 from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
-                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "log_level")
+                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "static_shapes", "log_level")
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -27,6 +27,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--suffix-tokens", type=int, help="prompt budget after the cursor")
     p.add_argument("--cache-limit-mb", type=int, help="model state kept across requests (all documents)")
     p.add_argument("--mode", choices=[m for m in MODES if m != "ar"], help="speculative mode (default: spec)")
+    p.add_argument("--static-shapes", action="store_true", default=None,
+                   help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     p.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
     p.add_argument("--wait", type=float, default=600.0, help="with --detach: seconds to wait for the model to load")
@@ -46,7 +48,8 @@ def run(args) -> int:
 
     logging.getLogger().setLevel(config.log_level.upper())
     try:
-        asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype)))
+        asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
+                                                        static_shapes=config.static_shapes)))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ class ServiceConfig:
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
+    static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
     log_level: str = "warning"  # debug, info, warning or error
 
     @property

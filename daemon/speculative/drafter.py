@@ -13,7 +13,7 @@ from typing import Protocol
 
 import torch
 
-from .tree import Candidates, DraftTree, root_only, select_tree, sorted_values
+from .tree import Candidates, DraftTree, pad_to, root_only, select_tree, sorted_values
 
 
 @dataclass
@@ -43,6 +43,7 @@ class TreeBudget:
     total_tokens: int = 60  # most draft nodes verified per step, root excluded
     min_prob: float = 0.0  # confidence-adaptive growth: a node whose path value is below this is not expanded
     sizer: TreeSizer | None = None  # latency-aware size and depth; None = always total_tokens and depth
+    buckets: tuple[int, ...] = ()  # static shapes: pad the verified tree (root included) up to one of these sizes
 
 
 def select(root: int, candidates: Candidates, budget: TreeBudget, draft_steps: int) -> DraftTree:
@@ -50,7 +51,14 @@ def select(root: int, candidates: Candidates, budget: TreeBudget, draft_steps: i
     size = budget.total_tokens
     if budget.sizer is not None and candidates.count:
         size = budget.sizer.best_size(sorted_values(candidates), draft_steps, budget.total_tokens)
-    return select_tree(root, candidates, size)
+    tree = select_tree(root, candidates, size)
+    if budget.buckets:
+        fitting = [b for b in sorted(budget.buckets) if b >= tree.size]
+        if not fitting:  # larger than every bucket: keep the best nodes that fit the largest
+            tree = select_tree(root, candidates, max(budget.buckets) - 1)
+            fitting = [max(budget.buckets)]
+        tree = pad_to(tree, fitting[0])
+    return tree
 
 
 class Drafter(Protocol):

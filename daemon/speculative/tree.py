@@ -19,6 +19,7 @@ Terms, defined once:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -33,6 +34,7 @@ class DraftTree:
     depths: torch.Tensor  # [W] int64 depth of each node; depths[0] == 0
     log_probs: torch.Tensor  # [W] float32 cumulative draft log-probability of the path to each node; 0 at root
     sources: torch.Tensor | None = None  # [W] int8 which drafter proposed each node (0 = model head, 1 = lookup)
+    inert: torch.Tensor | None = None  # [W] bool padding nodes (static shapes): verified, never accepted
     _ancestors: torch.Tensor | None = field(default=None, repr=False)  # [W, W] bool cache
 
     @property
@@ -64,8 +66,9 @@ class DraftTree:
         result: list[list[int]] = [[] for _ in range(self.size)]
         order = torch.argsort(self.log_probs, descending=True, stable=True).tolist()
         parents = self.parents.tolist()
+        inert = self.inert.tolist() if self.inert is not None else [False] * self.size
         for node in order:
-            if parents[node] >= 0:
+            if parents[node] >= 0 and not inert[node]:
                 result[parents[node]].append(node)
         return result
 
@@ -151,4 +154,24 @@ def select_tree(root: int, candidates: Candidates, budget: int) -> DraftTree:
         depths=torch.cat([torch.zeros(1, dtype=torch.long, device=device), depths[keep]]),
         log_probs=torch.cat([torch.zeros(1, device=device), log_probs[keep].float()]),
         sources=torch.cat([torch.zeros(1, dtype=torch.int8, device=device), candidates.sources[keep]]),
+    )
+
+
+def pad_to(tree: DraftTree, size: int) -> DraftTree:
+    """`tree` grown to `size` nodes with inert padding (children of the root that acceptance ignores), so the
+    verify forward sees one of a few fixed shapes (static-shape option for compiled/graph-captured forwards)."""
+    extra = size - tree.size
+    if extra <= 0:
+        return tree
+    device = tree.tokens.device
+    inert = torch.zeros(size, dtype=torch.bool, device=device)
+    inert[tree.size:] = True
+    return DraftTree(
+        tokens=torch.cat([tree.tokens, tree.tokens[:1].expand(extra)]),  # the root's token: any valid id will do
+        parents=torch.cat([tree.parents, torch.zeros(extra, dtype=torch.long, device=device)]),
+        depths=torch.cat([tree.depths, torch.ones(extra, dtype=torch.long, device=device)]),
+        log_probs=torch.cat([tree.log_probs, torch.full((extra,), -math.inf, device=device)]),
+        sources=None if tree.sources is None else torch.cat(
+            [tree.sources, torch.zeros(extra, dtype=tree.sources.dtype, device=device)]),
+        inert=inert,
     )

@@ -72,8 +72,11 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
-    manifest = {"model": target.name, "corpus": signature, "data": {k: v for k, v in asdict(config).items()
-                                                                     if k not in ("cache_dir", "cache_limit_gb")}}
+    # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
+    # run can be stopped and resumed with a different count: the cached sequences are kept as they are.
+    unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
+    manifest = {"model": target.name, "corpus": signature,
+                "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
     caches = (None, None)
     if config.cache_dir:
         limit = int(config.cache_limit_gb * 1e9)

@@ -86,3 +86,18 @@ def test_confidence_cut_and_syntax_shapes_change_the_tree():
     boilerplate = shaped_budget(Region.BOILERPLATE, None, 64)
     logic = shaped_budget(Region.LOGIC, None, 64)
     assert boilerplate.depth > logic.depth and boilerplate.top_k < logic.top_k
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(prompt=st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=20), region=st.sampled_from(list(Region)),
+       buckets=st.sampled_from([(4, 8, 16), (8, 32), (2,)]))
+def test_static_shapes_pad_trees_to_buckets_and_stay_lossless(prompt, region, buckets):
+    from dataclasses import replace
+
+    target, head = setup()
+    budget = replace(shaped_budget(region, LatencySizer(CPU_CURVE, 64), 64), buckets=buckets)
+    engine = SpeculativeEngine(target, lambda: MergedDrafter(EagleDrafter(head), LookupDrafter()), budget)
+    spec = engine.generate(prompt, stop=StopRule(max_new_tokens=20)).run()
+    ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=20)).run()
+    assert spec.tokens == ar.tokens
+    assert set(spec.stats.tree_sizes) <= set(buckets)
