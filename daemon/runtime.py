@@ -6,11 +6,10 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
 
 from .context.syntax import Region
 from .modes import MODES
-from .models.eagle_head import EagleHead, head_config_from_target, load_head
+from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.errors import HeadLoadError
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
@@ -31,18 +30,6 @@ def shipped_head_for(model_name: str) -> Path | None:
     """The head folder shipped with nestling for an embedded model, if there is one."""
     folder = SHIPPED_HEADS_DIR / model_name
     return folder if (folder / "config.json").is_file() else None
-
-
-def untrained_head(target: TargetModel) -> EagleHead:
-    """A head initialised from the target's last layer (fc passes the feature through): a weak drafter."""
-    head = EagleHead(head_config_from_target(target.config), input_norm=True)
-    head.layers[0].load_state_dict(target.decoder.layers[-1].state_dict())
-    hidden = target.config.hidden_size
-    with torch.no_grad():
-        head.fc.weight.zero_()
-        head.fc.bias.zero_()
-        head.fc.weight[:, hidden:] = torch.eye(hidden)
-    return head.attach(target)
 
 
 @dataclass
@@ -112,7 +99,7 @@ def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | Non
     if head == "none":
         return None, "none"
     if head == "untrained":
-        return untrained_head(target), "untrained"
+        return head_from_target(target), "untrained"
     if head is not None:
         return load_head(head, target), str(Path(head).expanduser())
     shipped = shipped_head_for(target.name)
@@ -124,7 +111,7 @@ def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | Non
     else:
         log.warning("no trained head for model %s: speculative decoding will gain little; "
                     "train one with `nestling train-head`", target.name)
-    return untrained_head(target), "untrained"
+    return head_from_target(target), "untrained"
 
 
 STATIC_BUCKETS = (16, 32, 64, 128)  # tree sizes (root included) of the static-shape option

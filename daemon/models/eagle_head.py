@@ -152,6 +152,19 @@ class EagleHead(nn.Module):
         return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
+def head_from_target(target, draft_to_target: torch.Tensor | None = None) -> EagleHead:
+    """A head whose decoder layer starts as the target's last layer and whose fc passes the feature through:
+    the starting point of training, and a weak drafter when no trained head exists. Attached to `target`."""
+    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_to_target)
+    head.layers[0].load_state_dict(target.decoder.layers[-1].state_dict())
+    hidden = target.config.hidden_size
+    with torch.no_grad():
+        head.fc.weight.zero_()
+        head.fc.bias.zero_()
+        head.fc.weight[:, hidden:] = torch.eye(hidden)
+    return head.attach(target)
+
+
 def new_head(target_config, draft_to_target: torch.Tensor | None = None) -> EagleHead:
     """A fresh head for a target with `target_config`, EAGLE-2 layout."""
     return EagleHead(head_config_from_target(target_config), draft_to_target=draft_to_target)

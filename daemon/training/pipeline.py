@@ -15,7 +15,7 @@ import torch
 from tqdm import tqdm
 
 from ..context.fim import FimBudget
-from ..models.eagle_head import EagleHead, head_config_from_target
+from ..models.eagle_head import head_from_target
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
@@ -97,18 +97,6 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     return train, held, report
 
 
-def initial_head(target: TargetModel, draft_ids: torch.Tensor | None) -> EagleHead:
-    """A head whose decoder layer starts as the target's last layer and whose fc passes the feature through."""
-    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_ids)
-    head.layers[0].load_state_dict(target.decoder.layers[-1].state_dict())
-    hidden = target.config.hidden_size
-    with torch.no_grad():
-        head.fc.weight.zero_()
-        head.fc.bias.zero_()
-        head.fc.weight[:, hidden:] = torch.eye(hidden)
-    return head.attach(target)
-
-
 def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
                  command: str = "", progress: bool = True) -> dict:
     """The whole recipe; returns the training card as a dict (also written next to the head)."""
@@ -129,7 +117,7 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
             draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
                                          target.config.vocab_size, always=target.stop_token_ids)
             torch.save(draft_ids, vocab_path)
-    head = initial_head(target, draft_ids)
+    head = head_from_target(target, draft_ids)
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"]})

@@ -10,7 +10,8 @@ from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
 from nestling.daemon.training.config import DataConfig, TrainConfig
-from nestling.daemon.training.pipeline import initial_head, prepare_data, run_training
+from nestling.daemon.models.eagle_head import head_from_target
+from nestling.daemon.training.pipeline import prepare_data, run_training
 from nestling.daemon.training.trainer import unrolled_loss
 from nestling.daemon.training.vocab import draft_vocabulary
 from tiny import save_tiny_model_folder
@@ -66,7 +67,7 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
 def test_a_few_steps_reduce_the_loss(target, corpus):
     train, _, _ = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
     ids = draft_vocabulary((s.tokens.tolist() for s in train), 200, target.config.vocab_size, target.stop_token_ids)
-    head = initial_head(target, ids).float()
+    head = head_from_target(target, ids).float()
     object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.float())
     config = TrainConfig(unroll=2, autocast=False, noise=0.0)
     batch = make_batch(train[:16], 0.5, torch.device("cpu"), torch.float32)
