@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Reproduce the measurements in BENCHMARKS.md on this machine: JSON and PNGs land in benchmarks/.
+# Runs everything side by side in single processes; ~1 hour on a 2-core CPU. Needs nestling[dev,bench].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=benchmarks
+mkdir -p "$out"
+step() { echo; echo "== $*"; }
+
+step "verification cost curve and draft step cost (trained head)"
+nestling profile --plot "$out/verify_cost.png" --json | tee "$out/profile.json"
+
+step "first numbers: AR vs speculative with an untrained head"
+nestling bench --head untrained --modes ar,eagle-ref --per-file 1 --limit 8 --out "$out/untrained_head.json"
+
+step "ablation on the held-out files, per region"
+nestling bench --ablation --by-region --per-file 2 --max-tokens 64 --out "$out/ablation_heldout.json" \
+  --plot "$out/tokens_per_region.png"
+
+step "ablation on HumanEval prompts"
+nestling bench humaneval --ablation --limit 24 --max-tokens 64 --out "$out/ablation_humaneval.json"
+
+step "syntax context latency per keystroke"
+nestling bench --target syntax --out "$out/syntax_latency.json"
+
+step "keystroke latency against the daemon, prefix cache on and off"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+nestling serve --detach
+trap 'kill "$(grep -o "pid [0-9]*" "$XDG_RUNTIME_DIR/nestling/daemon.lock" | cut -d" " -f2)" 2>/dev/null || true' EXIT
+nestling bench --target grpc --line 1500 --keystrokes 12 --out "$out/typing_latency.json"
