@@ -89,12 +89,35 @@ class SyntaxDocument:
         if self._tree is None:
             return Region.NEUTRAL
         try:
-            return self._region_at_byte(self.byte_offset(char_offset))
+            cursor = self.byte_offset(char_offset)
+            region = self._region_at_byte(cursor)
+            if region is Region.NEUTRAL:
+                region = self._region_on_indented_blank_line(cursor)
+            return region
         except Exception as exc:
             log.warning("region lookup failed: %s", exc)
             return Region.NEUTRAL
 
-    def _region_at_byte(self, cursor: int) -> Region:
+    def _region_on_indented_blank_line(self, cursor: int) -> Region:
+        """An indented cursor on a blank line lies past the end of the block above it (tree-sitter ends a
+        Python body at its last statement): take the innermost capture around the code just before that
+        opens on a line indented less than the cursor, i.e. the construct whose body the new line is in."""
+        line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
+        line_end = self._bytes.find(b"\n", cursor)
+        line = self._bytes[line_start: line_end if line_end >= 0 else len(self._bytes)]
+        if cursor == line_start or line.strip(b" \t\r"):
+            return Region.NEUTRAL
+        before = len(self._bytes[:line_start].rstrip())
+        column = cursor - line_start
+        return self._region_at_byte(before, lambda node: self._indent_of_line_at(node.start_byte) < column) \
+            if before else Region.NEUTRAL
+
+    def _indent_of_line_at(self, byte: int) -> int:
+        start = self._bytes.rfind(b"\n", 0, byte) + 1
+        line = self._bytes[start:byte]
+        return len(line) - len(line.lstrip(b" \t"))
+
+    def _region_at_byte(self, cursor: int, admit=lambda node: True) -> Region:
         from tree_sitter import QueryCursor
 
         query_cursor = QueryCursor(self._query)
@@ -107,7 +130,7 @@ class SyntaxDocument:
                     inside = node.start_byte < cursor < node.end_byte if name == "string" else \
                         node.start_byte <= cursor <= node.end_byte
                     key = (node.end_byte - node.start_byte, -_depth(node), pattern)
-                    if inside and (best is None or key < best[0]):
+                    if inside and (best is None or key < best[0]) and admit(node):
                         best = (key, name)
         return Region(best[1]) if best else Region.NEUTRAL
 

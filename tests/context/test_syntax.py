@@ -24,6 +24,11 @@ CASES = {
         ('def f():\n    """Docs<|> here."""\n    return 1\n', C),
         ("x = 'hel<|>lo'\n", S),
         ("x = 1\n<|>\n", N),
+        # an indented blank line after the last statement of a body lies past the block's end
+        ('def f(n):\n    """Docs."""\n    <|>\n\nprint(f(1))\n', L),
+        ("def f(n):\n    return [\n        1,\n    ]\n    <|>\n", L),
+        ("class A:\n    def f(self):\n        return 1\n    <|>\n", B),
+        ("def f(a):\n    if a:\n        b = 1\n        <|>\n", L),
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
