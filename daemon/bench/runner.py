@@ -26,6 +26,7 @@ class ModeResult:
     emitted: int = 0  # tokens output by verify forwards (accepted + bonus)
     identical: int = 0  # prompts whose output equals the baseline's
     prompts: int = 0
+    accepted_lengths: list[int] = field(default_factory=list)  # accepted + bonus, one per verify forward
     per_prompt: list[dict] = field(default_factory=list)
     by_region: dict[str, "ModeResult"] = field(default_factory=dict)
 
@@ -36,6 +37,7 @@ class ModeResult:
         self.total_ms += stats.total_ms
         self.forwards += stats.target_forwards
         self.emitted += sum(stats.accepted_lengths)
+        self.accepted_lengths.extend(stats.accepted_lengths)
         self.identical += int(same_as_baseline)
 
     @property
@@ -60,7 +62,17 @@ class ModeResult:
             "total_tokens_per_s": round(self.total_tokens_per_s, 2),
             "speedup_vs_baseline": round(speedup, 3) if speedup else None,
             "identical_to_baseline": f"{self.identical}/{self.prompts}",
+            # how deep the accepted paths go: what the region shape priors (policy/shapes.py) are read from
+            "accepted_length_p50": _percentile(self.accepted_lengths, 0.5),
+            "accepted_length_p90": _percentile(self.accepted_lengths, 0.9),
         }
+
+
+def _percentile(values: list[int], q: float) -> int | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def environment(runtime) -> dict:
@@ -108,7 +120,7 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
 def format_table(results: dict[str, ModeResult], by_region: bool = False) -> str:
     baseline = next(iter(results.values()))
     header = (f"{'mode':<14}{'region':<13}{'prompts':>8}{'tokens':>8}{'tau':>7}{'decode tok/s':>14}"
-              f"{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}")
+              f"{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}{'accepted p50/p90':>18}")
     lines = [header, "-" * len(header)]
 
     def row(result: ModeResult, base: ModeResult | None, region: str) -> str:
@@ -116,7 +128,8 @@ def format_table(results: dict[str, ModeResult], by_region: bool = False) -> str
         speedup = f"{data['speedup_vs_baseline']:.2f}x" if data["speedup_vs_baseline"] else "-"
         return (f"{data['mode']:<14}{region:<13}{data['prompts']:>8}{data['tokens']:>8}{data['tau']:>7.2f}"
                 f"{data['decode_tokens_per_s']:>14.2f}{data['total_tokens_per_s']:>11.2f}{speedup:>9}"
-                f"{data['identical_to_baseline']:>11}")
+                f"{data['identical_to_baseline']:>11}"
+                f"{str(data['accepted_length_p50']) + '/' + str(data['accepted_length_p90']):>18}")
 
     for result in results.values():
         lines.append(row(result, baseline, "all"))
