@@ -113,8 +113,16 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
             results[mode].by_region.setdefault(region.value, ModeResult(mode)).add(stats, same)
             results[mode].per_prompt.append({
                 "id": prompt.id, "kind": prompt.kind, "region": region.value, "prompt_tokens": len(fim.token_ids),
+                "identical": same, "first_difference": _first_difference(generation.tokens, reference),
                 **{k: v for k, v in stats.to_dict().items() if k not in ("accepted_lengths",)}})
     return results
+
+
+def _first_difference(tokens: list[int], reference: list[int]) -> int | None:
+    """The index of the first token where an output leaves the baseline's, None when they are equal."""
+    if tokens == reference:
+        return None
+    return next((i for i, (a, b) in enumerate(zip(tokens, reference)) if a != b), min(len(tokens), len(reference)))
 
 
 def format_table(results: dict[str, ModeResult], by_region: bool = False) -> str:

@@ -31,6 +31,7 @@ class Keystroke:
     total_ms: float  # request sent -> final chunk
     reused_tokens: int
     prompt_tokens: int
+    server_first_token_ms: float  # the daemon's own count: request dequeued -> first token (no transport)
 
 
 def replay(client, text: str, line: int, keystrokes: int, max_tokens: int, cache: bool, progress=None) -> list[Keystroke]:
@@ -65,7 +66,8 @@ def replay(client, text: str, line: int, keystrokes: int, max_tokens: int, cache
         done = time.perf_counter()
         if index > 0:
             results.append(Keystroke(cache, (first - sent) * 1000, (done - sent) * 1000,
-                                     final.stats.reused_prefix_tokens, final.stats.prompt_tokens))
+                                     final.stats.reused_prefix_tokens, final.stats.prompt_tokens,
+                                     final.stats.time_to_first_token_ms))
         if progress:
             progress()
     return results
@@ -80,6 +82,7 @@ def summarize(results: list[Keystroke]) -> dict:
                            "p99": round(percentile(first, 0.99), 1)},
         "total_ms": {"p50": round(statistics.median(total), 1), "p95": round(percentile(total, 0.95), 1),
                      "p99": round(percentile(total, 0.99), 1)},
+        "server_first_token_ms_p50": round(statistics.median(r.server_first_token_ms for r in results), 1),
         "prompt_tokens": round(statistics.mean(r.prompt_tokens for r in results), 1),
         "reused_tokens": round(statistics.mean(r.reused_tokens for r in results), 1),
     }

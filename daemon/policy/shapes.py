@@ -16,8 +16,11 @@ class RegionShape:
     min_prob: float  # stop growing a branch whose path value falls below this
 
 
-# Priors. Source: `nestling bench --by-region` on the held-out set (see BENCHMARKS.md, "Region priors");
-# boilerplate accepted long paths with few alternatives, logic short paths with many.
+# Priors: boilerplate deep and narrow, logic wide and shallow. Checked against `nestling bench --ablation
+# --by-region` on the held-out set (BENCHMARKS.md, "Region priors"; benchmarks/ablation_heldout.json):
+# boilerplate accepted longer paths than logic under every drafter (accepted-length p90, eagle-ref 4 vs 3,
+# full policy 11 vs 9), which confirms the direction; with the shipped head the latency objective caps depth
+# before these magnitudes matter, so they are not yet fitted to data.
 REGION_SHAPES: dict[Region, RegionShape] = {
     Region.BOILERPLATE: RegionShape(top_k=4, depth=9, min_prob=0.02),
     Region.LOGIC: RegionShape(top_k=10, depth=5, min_prob=0.005),

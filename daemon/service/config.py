@@ -35,7 +35,10 @@ class ServiceConfig:
     max_tokens: int = 64  # default tokens per completion
     max_tokens_limit: int = 1024  # requests may not ask for more
     prefix_tokens: int = 1536  # prompt budget before the cursor
-    suffix_tokens: int = 256  # prompt budget after the cursor (small: an edit re-runs only what follows it)
+    # prompt budget after the cursor. Small on purpose: the suffix follows the edit point in the FIM prompt, so
+    # every keystroke re-runs it; 128 tokens (~10-15 lines) halves time to first token against 256 on a CPU
+    # (BENCHMARKS.md, "Keystroke latency").
+    suffix_tokens: int = 128
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
