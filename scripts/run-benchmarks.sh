@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduce the measurements in BENCHMARKS.md on this machine: JSON and PNGs land in benchmarks/.
-# Runs everything side by side in single processes; ~1 hour on a 2-core CPU. Needs nestling[dev,bench].
+# Runs everything side by side in single processes; ~65 minutes on a 2-core CPU. Needs nestling[dev,bench].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks
@@ -19,6 +19,11 @@ nestling bench --ablation --by-region --per-file 2 --max-tokens 64 --out "$out/a
 
 step "ablation on HumanEval prompts"
 nestling bench humaneval --ablation --limit 24 --max-tokens 64 --out "$out/ablation_humaneval.json"
+
+step "exactness: the same six prompts in float32 and in bfloat16"
+nestling bench --dtype float32 --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 \
+  --out "$out/exactness_float32.json"
+nestling bench --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 --out "$out/exactness_bfloat16.json"
 
 step "syntax context latency per keystroke"
 nestling bench --target syntax --out "$out/syntax_latency.json"
