@@ -12,6 +12,7 @@ from tqdm import tqdm
 from ..context.fim import FimBudget, build_fim_prompt
 from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
+from ..service.stats import percentile
 from ..speculative.engine import StopRule
 from .prompts import BenchPrompt
 
@@ -63,16 +64,9 @@ class ModeResult:
             "speedup_vs_baseline": round(speedup, 3) if speedup else None,
             "identical_to_baseline": f"{self.identical}/{self.prompts}",
             # how deep the accepted paths go: what the region shape priors (policy/shapes.py) are read from
-            "accepted_length_p50": _percentile(self.accepted_lengths, 0.5),
-            "accepted_length_p90": _percentile(self.accepted_lengths, 0.9),
+            "accepted_length_p50": percentile(self.accepted_lengths, 0.5),
+            "accepted_length_p90": percentile(self.accepted_lengths, 0.9),
         }
-
-
-def _percentile(values: list[int], q: float) -> int | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def environment(runtime) -> dict:

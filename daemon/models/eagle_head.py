@@ -179,6 +179,7 @@ def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None,
     folder.mkdir(parents=True, exist_ok=True)
     config = head.config.to_dict()
     config.update(num_hidden_layers=1, bias=head.fc.bias is not None)
+    config.pop("_name_or_path", None)  # where the target happened to be loaded from: a local path, not the head's
     if head.draft_to_target is not None:
         config["draft_vocab_size"] = head.draft_vocab_size
     config.update(extra_config or {})

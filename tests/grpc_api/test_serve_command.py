@@ -5,12 +5,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import grpc
 import pytest
 
 from nestling.daemon.grpc_api.client import Client, full_text_request, target_for
+from processes import wait_for_exit
 
 
 def nestling(*args, env):
@@ -43,13 +43,7 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
             assert answer.stats.tokens > 0
     finally:
         os.kill(pid, signal.SIGTERM)
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
+    if not wait_for_exit(pid):
         pytest.fail("the daemon did not exit on SIGTERM")
     assert not socket.exists()
 

@@ -6,7 +6,6 @@ import re
 import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import MODEL
+from processes import wait_for_exit
 
 RUNTIME = Path(tempfile.mkdtemp(prefix="nestling-xdg-"))
 ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
@@ -49,12 +49,7 @@ def stop_daemon() -> None:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
+    wait_for_exit(pid)
 
 
 def request():
