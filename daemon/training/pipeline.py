@@ -29,7 +29,10 @@ from .vocab import coverage, draft_vocabulary
 def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool
                   ) -> list[DistilledSequence]:
     done: list[DistilledSequence] = cache.load() if cache else []
-    todo = samples[len(done):]
+    # A run resumed with a larger --max-samples draws its samples in another order: skip the prompts the
+    # cache already holds instead of counting on their position, so no prompt is distilled twice.
+    cached = {tuple(s.tokens[: s.prompt_length].tolist()) for s in done}
+    todo = [s for s in samples if tuple(s.prompt_ids) not in cached][: max(0, len(samples) - len(done))]
     pending: list[DistilledSequence] = []
     bar = tqdm(total=len(samples), initial=len(done), desc=desc, unit="seq", disable=not progress)
     started, new_tokens, generated = time.monotonic(), 0, 0

@@ -64,6 +64,16 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
         ShardCache(tmp_path / "cache" / "train", 10**9, {"different": True})
 
 
+def test_a_resumed_run_with_more_samples_distils_each_prompt_once(tmp_path, target, corpus):
+    fewer = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **{**DATA, "max_samples": 24})
+    first, _, _ = prepare_data(target, fewer, progress=False)
+    more = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    second, _, _ = prepare_data(target, more, progress=False)
+    prompts = [tuple(s.tokens[: s.prompt_length].tolist()) for s in second]
+    assert len(second) == 48 and len(set(prompts)) == 48
+    assert [s.tokens.tolist() for s in second[:24]] == [s.tokens.tolist() for s in first]
+
+
 def test_a_few_steps_reduce_the_loss(target, corpus):
     train, _, _ = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
     ids = draft_vocabulary((s.tokens.tolist() for s in train), 200, target.config.vocab_size, target.stop_token_ids)
