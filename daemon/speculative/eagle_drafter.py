@@ -45,14 +45,17 @@ class EagleDrafter:
         return select(int(draft_input.tokens[-1]), candidates, budget, steps)
 
     @torch.no_grad()
-    def draft_candidates(self, draft_input: DraftInput, budget: TreeBudget) -> tuple[Candidates, int]:
-        """(candidates, head forwards spent) below the root draft_input.tokens[-1]."""
+    def draft_candidates(self, draft_input: DraftInput, budget: TreeBudget, known: Candidates | None = None
+                         ) -> tuple[Candidates, int]:
+        """(candidates, head forwards spent) below the root draft_input.tokens[-1]. `known`: candidates another
+        drafter already proposed for this tree (lookup branches); the sizer counts them when it decides whether
+        one more draft step pays, so a long confident lookup match leaves less for the head to do."""
         tokens, features = draft_input.tokens, draft_input.features
         committed = features.shape[0]
         if budget.total_tokens <= 0 or budget.depth <= 0 or committed == 0:
             return Candidates.empty(tokens.device), 0
         last = self._consume(tokens, features)
-        candidates, steps = self._expand(last, committed, budget)
+        candidates, steps = self._expand(last, committed, budget, known)
         truncate(self.cache, self.length)
         return candidates, steps
 
@@ -72,7 +75,8 @@ class EagleDrafter:
         top_lp, top_ids = log_probs.topk(k, dim=-1)
         return top_lp, self.head.to_target_ids(top_ids)
 
-    def _expand(self, last: torch.Tensor, committed: int, budget: TreeBudget) -> tuple[Candidates, int]:
+    def _expand(self, last: torch.Tensor, committed: int, budget: TreeBudget, known: Candidates | None = None
+                ) -> tuple[Candidates, int]:
         device, dtype = last.device, last.dtype
         k = max(1, min(budget.top_k, self.head.draft_vocab_size))
         scores, ids = self._top_children(last, k)  # depth 1: the consume forward was draft step 1
@@ -85,12 +89,14 @@ class EagleDrafter:
         tree_allowed = torch.zeros((k, 0), dtype=torch.bool, device=device)  # frontier -> earlier tree entries
         offset, steps = k, 1
         min_log_prob = math.log(budget.min_prob) if budget.min_prob > 0 else -math.inf
+        known_log_probs = [known.log_probs.to(device, scores.dtype)] if known is not None and known.count else []
         for depth in range(2, budget.depth + 1):
             keep = frontier_scores >= min_log_prob  # confidence-adaptive growth
             if not bool(keep.any()):
                 break
             if budget.sizer is not None and not budget.sizer.deepen(
-                    torch.cat(log_probs).exp().sort(descending=True).values, frontier_scores[keep].exp(), steps,
+                    torch.cat(log_probs + known_log_probs).exp().sort(descending=True).values,
+                    frontier_scores[keep].exp(), steps,
                     budget.total_tokens):
                 break
             frontier_ids, frontier_tokens, frontier_scores = frontier_ids[keep], frontier_tokens[keep], frontier_scores[keep]

@@ -122,7 +122,7 @@ class MergedDrafter:
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()
-        head_candidates, steps = self.head_drafter.draft_candidates(draft_input, budget)
         lookup_candidates, _ = self.lookup.draft_candidates(draft_input, budget)
+        head_candidates, steps = self.head_drafter.draft_candidates(draft_input, budget, known=lookup_candidates)
         merged = merge_candidates(head_candidates, lookup_candidates)
         return select(int(draft_input.tokens[-1]), merged, budget, steps)

@@ -88,6 +88,22 @@ def test_confidence_cut_and_syntax_shapes_change_the_tree():
     assert boilerplate.depth > logic.depth and boilerplate.top_k < logic.top_k
 
 
+def test_confident_lookup_candidates_leave_the_head_fewer_draft_steps():
+    target, head = setup()
+    prompt = torch.tensor([3, 4, 5, 6, 7, 8])
+    features, _ = target.forward(prompt[None, :-1], torch.arange(5)[None], EagleDrafter(head).cache.__class__())
+    draft_input = DraftInput(tokens=prompt, features=features)
+    # verification flat up to 16 nodes and draft steps nearly free: the head alone keeps deepening
+    cheap_steps = CostProfile("t", 300, {1: 100.0, 16: 100.0, 32: 200.0}, 0.1)
+    budget = TreeBudget(top_k=4, depth=8, total_tokens=16, sizer=LatencySizer(cheap_steps, 64))
+    alone = EagleDrafter(head).draft_candidates(draft_input, budget)[1]
+    # 16 lookup nodes valued ~0.95 each fill the tree: no head node can displace them, so no step pays
+    known = Candidates(torch.arange(16), torch.arange(-1, 15), torch.full((16,), -0.05), torch.arange(1, 17),
+                       torch.ones(16, dtype=torch.int8))
+    helped = EagleDrafter(head).draft_candidates(draft_input, budget, known=known)[1]
+    assert alone > 1 and helped < alone
+
+
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(prompt=st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=20), region=st.sampled_from(list(Region)),
        buckets=st.sampled_from([(4, 8, 16), (8, 32), (2,)]))
