@@ -28,10 +28,14 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
-    p.add_argument("--target", choices=["engine", "grpc", "syntax"], default="engine",
+    p.add_argument("--target", choices=["engine", "grpc", "syntax", "lookup"], default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
                         "running daemon, prefix cache on and off; syntax: incremental parse + region lookup "
-                        "after a one-character edit in a 5,000-line file, per language")
+                        "after a one-character edit in a 5,000-line file, per language; lookup: how often "
+                        "prompt-lookup continuations hold, per matched n-gram length, on the target's own "
+                        "continuations cached by train-head (--cache-dir)")
+    p.add_argument("--cache-dir", type=Path, help="--target lookup: a `nestling train-head --cache-dir` (or "
+                                                  "one of its train/held_out folders)")
     p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
                                              "file made of the held-out Python files)")
     p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
@@ -50,6 +54,8 @@ def run(args) -> int:
         return run_typing(args)
     if args.target == "syntax":
         return run_syntax(args)
+    if args.target == "lookup":
+        return run_lookup(args)
     from ..bench.prompts import collect
     from ..bench.runner import environment, format_table, run_bench
     from ..runtime import load_runtime
@@ -144,6 +150,43 @@ def run_syntax(args) -> int:
     print(f"{'language':<12}{'file':<22}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}")
     for name, row in results.items():
         print(f"{name:<12}{row['file']:<22}{row['median_ms']:>10.2f}{row['p95_ms']:>9.2f}{row['max_ms']:>9.2f}")
+    return 0
+
+
+def run_lookup(args) -> int:
+    from tqdm import tqdm
+
+    from ..bench.lookup_calibration import format_rows, measure, summarize
+    from ..speculative.lookup_drafter import LookupDrafter
+    from ..training.dataset import load_shard
+
+    if args.cache_dir is None:
+        raise ValueError("--target lookup needs --cache-dir (a folder `nestling train-head --cache-dir` filled)")
+    shards = sorted(args.cache_dir.glob("**/shard-*.safetensors"))
+    if not shards:
+        raise ValueError(f"{args.cache_dir}: no distilled shards (shard-*.safetensors) in it")
+    drafter = LookupDrafter()
+
+    def sequences():
+        taken = 0
+        for shard in shards:
+            for seq in load_shard(shard):
+                if args.limit is not None and taken >= args.limit:
+                    return
+                taken += 1
+                yield seq.tokens, seq.prompt_length
+
+    bar = tqdm(total=args.limit, desc="lookup", unit="seq")
+    rows = summarize(measure(sequences(), drafter, progress=lambda: bar.update(1)))
+    bar.close()
+    report = {"cache_dir": str(args.cache_dir), "sequences": bar.n, "drafter": vars(drafter), "rows": rows}
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"prompt-lookup acceptance on {bar.n} distilled sequences from {args.cache_dir}")
+    print(format_rows(rows))
     return 0
 
 

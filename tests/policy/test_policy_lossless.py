@@ -14,7 +14,7 @@ from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudge
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, merge_candidates
-from nestling.daemon.speculative.tree import Candidates
+from nestling.daemon.speculative.tree import SOURCE_LOOKUP, Candidates
 from tiny import VOCAB, informed_head, tiny_target
 
 
@@ -102,6 +102,33 @@ def test_confident_lookup_candidates_leave_the_head_fewer_draft_steps():
                        torch.ones(16, dtype=torch.int8))
     helped = EagleDrafter(head).draft_candidates(draft_input, budget, known=known)[1]
     assert alone > 1 and helped < alone
+
+
+class CountingHeadDrafter(EagleDrafter):
+    calls = 0
+
+    def draft_candidates(self, *args, **kwargs):
+        self.calls += 1
+        return super().draft_candidates(*args, **kwargs)
+
+
+def test_a_long_confident_match_skips_the_head_and_a_weak_one_does_not():
+    target, head = setup()
+    budget = TreeBudget(top_k=4, depth=6, total_tokens=32, sizer=LatencySizer(CPU_CURVE, 64))
+    motif = list(range(10, 22))
+    cases = {"copied line": (motif * 2 + motif[:8], 0), "one-token match": ([3, 4, 5, 6, 7, 3], 1),
+             "no match": ([3, 4, 5, 6, 7, 8], 1)}
+    for name, (tokens, head_calls) in cases.items():
+        prompt = torch.tensor(tokens)
+        drafter = MergedDrafter(CountingHeadDrafter(head), LookupDrafter())
+        features, _ = target.forward(prompt[None, :-1], torch.arange(prompt.numel() - 1)[None],
+                                     drafter.head_drafter.cache.__class__())
+        tree = drafter.propose(DraftInput(tokens=prompt, features=features), budget)
+        assert drafter.head_drafter.calls == head_calls, name
+        if not head_calls:  # the copied line alone is worth verifying
+            assert tree.size > 8 and bool((tree.sources[1:] == SOURCE_LOOKUP).all())
+        # skipped: the head's cache is untouched and takes the unseen tokens on its next step
+        assert drafter.head_drafter.length == (prompt.numel() - 1 if head_calls else 0), name
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
