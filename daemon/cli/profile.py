@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 
-
 def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("profile", help="measure T_verify(W) and the draft step cost; cache and optionally plot them")
     p.add_argument("--context", type=int, default=300, help="committed tokens while measuring (default 300)")
-    p.add_argument("--repeats", type=int, default=4, help="timed runs per size; the median is kept (default 4)")
+    p.add_argument("--repeats", type=int, default=7,
+                   help="rounds over all sizes; each size keeps its median, then the curve is made "
+                        "non-decreasing (default 7)")
     p.add_argument("--plot", type=Path, help="write a PNG of the curve (needs matplotlib)")
     p.add_argument("--json", action="store_true")
     add_model_options(p)
@@ -26,7 +27,11 @@ def plot_curve(profile, path: Path) -> None:
         raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
     sizes = sorted(profile.verify_ms)
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(sizes, [profile.verify_ms[s] for s in sizes], marker="o", label="verify forward")
+    ax.plot(sizes, [profile.verify_ms[s] for s in sizes], marker="o", label="verify forward (fitted, non-decreasing)")
+    medians = profile.measured.get("medians_ms")
+    if medians:
+        ax.scatter([int(s) for s in medians], list(medians.values()), marker="x", color="black", zorder=3,
+                   label="medians measured")
     ax.axhline(profile.draft_step_ms, color="grey", linestyle="--", label=f"one draft step ({profile.draft_step_ms:.1f} ms)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tokens verified in one forward (W)")
@@ -44,9 +49,14 @@ def run(args) -> int:
     from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
     from ..runtime import load_runtime
 
+    from tqdm import tqdm
+
+    if args.context < 2 or args.repeats < 1:
+        raise ValueError("--context must be at least 2 and --repeats at least 1")
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
-    profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
-                      repeats=args.repeats)
+    with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
+        profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
+                          repeats=args.repeats, progress=bar.update)
     path = profile_path(profile.key)
     profile.save(path)
     if args.plot:

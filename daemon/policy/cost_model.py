@@ -24,13 +24,14 @@ from ..speculative.masks import block_mask
 from ..speculative.stats import Clock
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+METHOD = "interleaved-isotonic"  # how the curve is measured; part of the cache key, so a change re-measures
 
 
 @dataclass
 class CostProfile:
     key: str  # what the measurement is valid for (model, device, dtype, versions, head)
     context_tokens: int  # committed tokens in the cache while measuring
-    verify_ms: dict[int, float]  # W tree tokens (root included) -> median ms of one verify forward
+    verify_ms: dict[int, float]  # W tree tokens (root included) -> ms of one verify forward (medians, made non-decreasing)
     draft_step_ms: float  # median ms of one head forward over top_k frontier nodes + its top-k
     measured: dict = field(default_factory=dict)  # device/dtype/versions, for the record
 
@@ -61,12 +62,24 @@ def profile_key(target, head) -> str:
 
     device = torch.cuda.get_device_name(target.device) if target.device.type == "cuda" else platform.processor() or platform.machine()
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
-             str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0))]
+             str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def profile_path(key: str) -> Path:
     return cache_dir() / "profiles" / f"{key}.json"
+
+
+def non_decreasing(values: list[float]) -> list[float]:
+    """The least-squares non-decreasing fit (pool adjacent violators). Verifying more tokens does more work,
+    so a dip in the measured medians is noise; left in, it would make a bigger tree look cheaper."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for value in values:
+        blocks.append([value, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m1, c1), (m2, c2) = blocks[-2], blocks.pop()
+            blocks[-1] = [(m1 * c1 + m2 * c2) / (c1 + c2), c1 + c2]
+    return [mean for mean, count in blocks for _ in range(count)]
 
 
 def _median_ms(fn, repeats: int, clock: Clock) -> float:
@@ -80,7 +93,7 @@ def _median_ms(fn, repeats: int, clock: Clock) -> float:
 
 
 @torch.no_grad()
-def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 4, top_k: int = 10,
+def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 7, top_k: int = 10,
             progress=None) -> CostProfile:
     """Time verify forwards of W chain tokens after a `context_tokens` prefix, and one draft step."""
     clock = Clock(target.device)
@@ -89,28 +102,38 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
     context = torch.randint(0, min(vocab, 30000), (1, context_tokens), generator=generator).to(target.device)
     cache = new_cache(target.config)
     target.forward(context, torch.arange(context_tokens, device=target.device)[None], cache, logits_for=slice(-1, None))
-    verify_ms = {}
-    for size in sizes:
+
+    def timed_verify(size: int) -> float:
         ids = torch.randint(0, min(vocab, 30000), (1, size), generator=generator).to(target.device)
         positions = torch.arange(context_tokens, context_tokens + size, device=target.device)[None]
         allowed = torch.ones((size, size), dtype=torch.bool, device=target.device).tril()
         mask = block_mask(allowed, context_tokens, target.dtype) if size > 1 else None
+        start = clock.now()
+        target.forward(ids, positions, cache, attention_mask=mask)
+        elapsed = clock.now() - start
+        truncate(cache, context_tokens)
+        return elapsed
 
-        def verify():
-            target.forward(ids, positions, cache, attention_mask=mask)
-            truncate(cache, context_tokens)
-
-        verify_ms[size] = round(_median_ms(verify, repeats, clock), 3)
+    for size in sizes:  # warm-up
+        timed_verify(size)
+    # rounds over all sizes, so a burst of load from elsewhere hits every size alike
+    samples: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(repeats):
+        for size in sizes:
+            samples[size].append(timed_verify(size))
         if progress:
-            progress(size)
+            progress(len(sizes))
+    medians = [statistics.median(samples[size]) for size in sizes]
+    verify_ms = {size: round(ms, 3) for size, ms in zip(sizes, non_decreasing(medians))}
     draft_ms = 0.0
     if head is not None:
         from ..speculative.eagle_drafter import EagleDrafter
 
         drafter = EagleDrafter(head)
-        features, _ = target.forward(context[:, :64], torch.arange(64, device=target.device)[None], new_cache(target.config),
-                                     logits_for=slice(-1, None))
-        draft_input = DraftInput(tokens=context[0, :65], features=features)
+        pairs = min(64, context_tokens - 1)  # committed pairs the head consumes before drafting
+        features, _ = target.forward(context[:, :pairs], torch.arange(pairs, device=target.device)[None],
+                                     new_cache(target.config), logits_for=slice(-1, None))
+        draft_input = DraftInput(tokens=context[0, : pairs + 1], features=features)
         one_step = TreeBudget(top_k=top_k, depth=1, total_tokens=top_k)
         two_steps = TreeBudget(top_k=top_k, depth=2, total_tokens=top_k)
 
@@ -118,14 +141,15 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
             drafter.reset()
             drafter.draft_candidates(draft_input, budget)
 
-        # one expansion step = (depth-2 draft) - (depth-1 draft): excludes consuming the 64 pairs
+        # one expansion step = (depth-2 draft) - (depth-1 draft): excludes consuming the pairs
         draft_ms = max(0.0, _median_ms(lambda: run(two_steps), repeats, clock) - _median_ms(lambda: run(one_step), repeats, clock))
     import transformers
 
     return CostProfile(
         key=profile_key(target, head), context_tokens=context_tokens, verify_ms=verify_ms,
         draft_step_ms=round(draft_ms, 3),
-        measured={"model": target.name, "device": str(target.device), "dtype": str(target.dtype),
+        measured={"medians_ms": {size: round(ms, 3) for size, ms in zip(sizes, medians)}, "method": METHOD,
+                  "model": target.name, "device": str(target.device), "dtype": str(target.dtype),
                   "torch": torch.__version__, "transformers": transformers.__version__,
                   "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S")},
     )

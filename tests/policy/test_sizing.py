@@ -58,3 +58,25 @@ def test_interpolation_and_round_trip(tmp_path):
     assert p.verify_cost(32) == 72.0  # extrapolates the last segment
     p.save(tmp_path / "p.json")
     assert CostProfile.load(tmp_path / "p.json").verify_ms == p.verify_ms
+
+
+def test_measured_dips_are_pooled_into_a_non_decreasing_curve():
+    from nestling.daemon.policy.cost_model import non_decreasing
+
+    assert non_decreasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
+    # W=1 measured above W=2..4 (load from elsewhere): pooled to their mean, never below the next sizes
+    fitted = non_decreasing([189.0, 157.0, 169.0, 184.0, 152.0, 165.0, 209.0])
+    assert all(a <= b for a, b in zip(fitted, fitted[1:]))
+    assert fitted[:6] == [169.33333333333334] * 6 and fitted[6] == 209.0
+
+
+def test_measure_times_every_size_and_keeps_the_raw_medians():
+    from nestling.daemon.policy.cost_model import measure
+    from tiny import informed_head, tiny_target
+
+    target = tiny_target("qwen2")
+    profile = measure(target, informed_head(target), context_tokens=24, sizes=(1, 2, 4, 8), repeats=3, top_k=4)
+    assert list(profile.verify_ms) == [1, 2, 4, 8]
+    costs = list(profile.verify_ms.values())
+    assert all(0 < a <= b for a, b in zip(costs, costs[1:]))
+    assert set(profile.measured["medians_ms"]) == {1, 2, 4, 8} and profile.draft_step_ms >= 0
