@@ -25,6 +25,11 @@ nestling bench --dtype float32 --modes ar,eagle-ref,spec --per-file 1 --limit 6 
   --out "$out/exactness_float32.json"
 nestling bench --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 --out "$out/exactness_bfloat16.json"
 
+step "prompt-lookup acceptance per matched n-gram length (needs a train-head cache; skipped without one)"
+if [ -d "${HEAD_CACHE_DIR:-/tmp/headrun/cache}/train" ]; then
+  nestling bench --target lookup --cache-dir "${HEAD_CACHE_DIR:-/tmp/headrun/cache}/train" --out "$out/lookup_calibration.json"
+fi
+
 step "syntax context latency per keystroke"
 nestling bench --target syntax --out "$out/syntax_latency.json"
 
