@@ -7,6 +7,7 @@ import os
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
+from nestling.daemon.models.attention import attention_implementation
 from nestling.daemon.models.eagle_head import EagleHead, head_config_from_target, new_head
 from nestling.daemon.models.target import TargetModel
 
@@ -32,7 +33,7 @@ def tiny_target(arch: str = "qwen2", seed: int = 0, vocab: int = VOCAB, logit_sc
     """A random float32 target; logits are scaled up so argmax ties are far apart."""
     torch.manual_seed(seed)
     config = tiny_config(arch, vocab)
-    config._attn_implementation = "sdpa"
+    config._attn_implementation = attention_implementation()
     cls = Qwen2ForCausalLM if arch == "qwen2" else LlamaForCausalLM
     model = cls(config).float().eval()
     with torch.no_grad():

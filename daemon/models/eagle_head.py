@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .attention import attention_implementation
 from .errors import HeadLoadError
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -46,7 +47,7 @@ def head_config_from_target(target_config) -> object:
     config = target_config.__class__.from_dict(target_config.to_dict())
     config.num_hidden_layers = 1
     config.layer_types = ["full_attention"] if hasattr(config, "layer_types") else None
-    config._attn_implementation = "sdpa"
+    config._attn_implementation = attention_implementation()
     return config
 
 
@@ -62,7 +63,7 @@ class EagleHead(nn.Module):
         own_lm_head: bool = False,  # True when the checkpoint has its own lm_head [Vd, H]
     ):
         super().__init__()
-        config._attn_implementation = "sdpa"
+        config._attn_implementation = attention_implementation()
         self.config = config
         hidden = config.hidden_size
         layer_cls, rotary_cls = _family_classes(config)

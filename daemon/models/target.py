@@ -144,8 +144,10 @@ def _check_model_dir(path: Path) -> None:
 
 
 def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
-    """Load a local Hugging Face causal LM folder on `device` in `dtype` (sdpa attention, no remote code)."""
+    """Load a local Hugging Face causal LM folder on `device` in `dtype` (SDPA attention, no remote code)."""
     from transformers import AutoModelForCausalLM
+
+    from .attention import attention_implementation
 
     _check_model_dir(path)
     from transformers.utils import logging as hf_logging
@@ -153,7 +155,8 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
     hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=dtype, attn_implementation="sdpa", trust_remote_code=False, local_files_only=True
+            str(path), dtype=dtype, attn_implementation=attention_implementation(), trust_remote_code=False,
+            local_files_only=True,
         )
     except Exception as exc:
         raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
