@@ -81,3 +81,24 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
     assert set(modes) == {"ar", "spec"}
     assert modes["spec"]["identical_to_baseline"] == "3/3"
     assert modes["spec"]["speedup_vs_baseline"] is not None
+
+
+def test_bench_lookup_reads_a_distilled_cache(tmp_path):
+    import torch
+
+    from nestling.daemon.training.dataset import save_shard
+    from nestling.daemon.training.distill import DistilledSequence
+
+    result = nestling("bench", "--target", "lookup")
+    assert result.returncode == 2 and "--cache-dir" in result.stderr
+    result = nestling("bench", "--target", "lookup", "--cache-dir", tmp_path)
+    assert result.returncode == 2 and "no distilled shards" in result.stderr
+    tokens = torch.tensor([7, 1, 2, 3, 9, 1, 2, 3, 9], dtype=torch.int32)
+    (tmp_path / "train").mkdir()
+    save_shard(tmp_path / "train" / "shard-00000.safetensors",
+               [DistilledSequence(tokens, torch.zeros(9, 4, dtype=torch.bfloat16), 5)])
+    out = tmp_path / "lookup.json"
+    result = nestling("bench", "--target", "lookup", "--cache-dir", tmp_path, "--out", out)
+    assert result.returncode == 0, result.stderr
+    rows = {(r["n"], r["branch"]): r for r in json.loads(out.read_text())["rows"]}
+    assert rows[(1, 0)]["first"] == 1.0 and rows[(3, 0)]["branches"] == 1
