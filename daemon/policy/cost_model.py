@@ -92,19 +92,15 @@ def _median_ms(fn, repeats: int, clock: Clock) -> float:
     return statistics.median(times)
 
 
-@torch.no_grad()
-def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 7, top_k: int = 10,
-            progress=None) -> CostProfile:
-    """Time verify forwards of W chain tokens after a `context_tokens` prefix, and one draft step."""
-    clock = Clock(target.device)
-    generator = torch.Generator().manual_seed(0)
-    vocab = target.config.vocab_size
-    context = torch.randint(0, min(vocab, 30000), (1, context_tokens), generator=generator).to(target.device)
+def _verify_medians(target, context: torch.Tensor, sizes, repeats: int, clock: Clock, progress=None) -> list[float]:
+    """Median ms of a verify forward over W chain tokens after `context` [1, C], for each W in `sizes`."""
+    context_tokens = context.shape[1]
+    generator = torch.Generator().manual_seed(1)
     cache = new_cache(target.config)
     target.forward(context, torch.arange(context_tokens, device=target.device)[None], cache, logits_for=slice(-1, None))
 
     def timed_verify(size: int) -> float:
-        ids = torch.randint(0, min(vocab, 30000), (1, size), generator=generator).to(target.device)
+        ids = torch.randint(0, min(target.config.vocab_size, 30000), (1, size), generator=generator).to(target.device)
         positions = torch.arange(context_tokens, context_tokens + size, device=target.device)[None]
         allowed = torch.ones((size, size), dtype=torch.bool, device=target.device).tril()
         mask = block_mask(allowed, context_tokens, target.dtype) if size > 1 else None
@@ -123,30 +119,42 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
             samples[size].append(timed_verify(size))
         if progress:
             progress(len(sizes))
-    medians = [statistics.median(samples[size]) for size in sizes]
-    verify_ms = {size: round(ms, 3) for size, ms in zip(sizes, non_decreasing(medians))}
-    draft_ms = 0.0
-    if head is not None:
-        from ..speculative.eagle_drafter import EagleDrafter
+    return [statistics.median(samples[size]) for size in sizes]
 
-        drafter = EagleDrafter(head)
-        pairs = min(64, context_tokens - 1)  # committed pairs the head consumes before drafting
-        features, _ = target.forward(context[:, :pairs], torch.arange(pairs, device=target.device)[None],
-                                     new_cache(target.config), logits_for=slice(-1, None))
-        draft_input = DraftInput(tokens=context[0, : pairs + 1], features=features)
-        one_step = TreeBudget(top_k=top_k, depth=1, total_tokens=top_k)
-        two_steps = TreeBudget(top_k=top_k, depth=2, total_tokens=top_k)
 
-        def run(budget):
-            drafter.reset()
-            drafter.draft_candidates(draft_input, budget)
+def _draft_step_ms(target, head, context: torch.Tensor, top_k: int, repeats: int, clock: Clock) -> float:
+    """Median ms of one head expansion over top_k frontier nodes: a depth-2 draft minus a depth-1 draft,
+    so consuming the committed pairs is not counted."""
+    from ..speculative.eagle_drafter import EagleDrafter
 
-        # one expansion step = (depth-2 draft) - (depth-1 draft): excludes consuming the pairs
-        draft_ms = max(0.0, _median_ms(lambda: run(two_steps), repeats, clock) - _median_ms(lambda: run(one_step), repeats, clock))
+    drafter = EagleDrafter(head)
+    pairs = min(64, context.shape[1] - 1)  # committed pairs the head consumes before drafting
+    features, _ = target.forward(context[:, :pairs], torch.arange(pairs, device=target.device)[None],
+                                 new_cache(target.config), logits_for=slice(-1, None))
+    draft_input = DraftInput(tokens=context[0, : pairs + 1], features=features)
+
+    def draft(depth: int) -> None:
+        drafter.reset()
+        drafter.draft_candidates(draft_input, TreeBudget(top_k=top_k, depth=depth, total_tokens=top_k))
+
+    return max(0.0, _median_ms(lambda: draft(2), repeats, clock) - _median_ms(lambda: draft(1), repeats, clock))
+
+
+@torch.no_grad()
+def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 7, top_k: int = 10,
+            progress=None) -> CostProfile:
+    """Time verify forwards of W chain tokens after a `context_tokens` prefix, and one draft step."""
     import transformers
 
+    clock = Clock(target.device)
+    generator = torch.Generator().manual_seed(0)
+    context = torch.randint(0, min(target.config.vocab_size, 30000), (1, context_tokens), generator=generator)
+    context = context.to(target.device)
+    medians = _verify_medians(target, context, sizes, repeats, clock, progress)
+    draft_ms = _draft_step_ms(target, head, context, top_k, repeats, clock) if head is not None else 0.0
     return CostProfile(
-        key=profile_key(target, head), context_tokens=context_tokens, verify_ms=verify_ms,
+        key=profile_key(target, head), context_tokens=context_tokens,
+        verify_ms={size: round(ms, 3) for size, ms in zip(sizes, non_decreasing(medians))},
         draft_step_ms=round(draft_ms, 3),
         measured={"medians_ms": {size: round(ms, 3) for size, ms in zip(sizes, medians)}, "method": METHOD,
                   "model": target.name, "device": str(target.device), "dtype": str(target.dtype),
