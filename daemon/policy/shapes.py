@@ -19,7 +19,7 @@ class RegionShape:
 # Priors: boilerplate deep and narrow, logic wide and shallow. Checked against `nestling bench --ablation
 # --by-region` on the held-out set (BENCHMARKS.md, "Region priors"; benchmarks/ablation_heldout.json):
 # where lookup drafts, boilerplate accepted longer paths than logic (accepted-length p50/p90 of the full
-# policy 6/10 vs 3/10), while the EAGLE-only modes accepted equally short paths in both (2/4, 2/3): with the
+# policy 4/11 vs 2/11), while the EAGLE-only modes accepted equally short paths in both (2/4, 2/3): with the
 # shipped head the latency objective caps depth before these magnitudes matter, so they are not yet fitted.
 REGION_SHAPES: dict[Region, RegionShape] = {
     Region.BOILERPLATE: RegionShape(top_k=4, depth=9, min_prob=0.02),
