@@ -5,14 +5,13 @@ model, interleaved rounds after a 400-token context. Usage: python scripts/compa
 import json
 import statistics
 import sys
-import time
 
 import torch
 
 from nestling.daemon.models.attention import ATTENTION
-from nestling.daemon.models.kv_cache import new_cache, truncate
+from nestling.daemon.policy.cost_model import verify_medians
 from nestling.daemon.runtime import load_runtime
-from nestling.daemon.speculative.masks import block_mask
+from nestling.daemon.speculative.stats import Clock
 
 SIZES = (1, 8, 16, 32)
 CONTEXT = 400
@@ -20,24 +19,15 @@ CONTEXT = 400
 
 def main(rounds: int) -> None:
     target = load_runtime(head="none", progress=False).target
-    ids = torch.randint(0, 30000, (1, CONTEXT), generator=torch.Generator().manual_seed(0)).to(target.device)
-    cache = new_cache(target.config)
-    target.forward(ids, torch.arange(CONTEXT, device=target.device)[None], cache, logits_for=slice(-1, None))
+    context = torch.randint(0, 30000, (1, CONTEXT), generator=torch.Generator().manual_seed(0)).to(target.device)
+    clock = Clock(target.device)
     samples: dict[str, list[float]] = {}
-    for round_ in range(rounds + 1):  # round 0 warms up
-        for size in SIZES:
-            tree = torch.randint(0, 30000, (1, size)).to(target.device)
-            positions = torch.arange(CONTEXT, CONTEXT + size, device=target.device)[None]
-            allowed = torch.ones(size, size, dtype=torch.bool, device=target.device).tril()
-            mask = block_mask(allowed, CONTEXT, target.dtype) if size > 1 else None
-            for implementation in ("sdpa", ATTENTION):
-                target.config._attn_implementation = implementation
-                start = time.perf_counter()
-                target.forward(tree, positions, cache, attention_mask=mask)
-                elapsed = (time.perf_counter() - start) * 1000
-                truncate(cache, CONTEXT)
-                if round_:
-                    samples.setdefault(f"W={size} {implementation}", []).append(elapsed)
+    for _ in range(rounds):  # the two implementations alternate, so load from elsewhere hits both alike
+        for implementation in ("sdpa", ATTENTION):
+            target.config._attn_implementation = implementation
+            for size, ms in zip(SIZES, verify_medians(target, context, SIZES, 1, clock)):
+                samples.setdefault(f"W={size} {implementation}", []).append(ms)
+    target.config._attn_implementation = ATTENTION
     print(json.dumps({key: round(statistics.median(values), 1) for key, values in samples.items()}, indent=1))
 
 

@@ -46,10 +46,10 @@ def plot_curve(profile, path: Path) -> None:
 
 
 def run(args) -> int:
+    from tqdm import tqdm
+
     from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
     from ..runtime import load_runtime
-
-    from tqdm import tqdm
 
     if args.context < 2 or args.repeats < 1:
         raise ValueError("--context must be at least 2 and --repeats at least 1")

@@ -92,7 +92,7 @@ def _median_ms(fn, repeats: int, clock: Clock) -> float:
     return statistics.median(times)
 
 
-def _verify_medians(target, context: torch.Tensor, sizes, repeats: int, clock: Clock, progress=None) -> list[float]:
+def verify_medians(target, context: torch.Tensor, sizes, repeats: int, clock: Clock, progress=None) -> list[float]:
     """Median ms of a verify forward over W chain tokens after `context` [1, C], for each W in `sizes`."""
     context_tokens = context.shape[1]
     generator = torch.Generator().manual_seed(1)
@@ -150,7 +150,7 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
     generator = torch.Generator().manual_seed(0)
     context = torch.randint(0, min(target.config.vocab_size, 30000), (1, context_tokens), generator=generator)
     context = context.to(target.device)
-    medians = _verify_medians(target, context, sizes, repeats, clock, progress)
+    medians = verify_medians(target, context, sizes, repeats, clock, progress)
     draft_ms = _draft_step_ms(target, head, context, top_k, repeats, clock) if head is not None else 0.0
     return CostProfile(
         key=profile_key(target, head), context_tokens=context_tokens,

@@ -66,11 +66,11 @@ class LookupDrafter:
         found, n = self.continuations(draft_input.tokens)
         if not found:
             return Candidates.empty(device), 0
-        known = min(n, max(FIRST))
-        later = math.log(NEXT[known])
+        matched = min(n, max(FIRST))  # n >= 8 share one row
+        later = math.log(NEXT[matched])
         tokens, parents, log_probs, depths = [], [], [], []
         for branch, follow in enumerate(found):
-            first = math.log(FIRST[known] if branch == 0 else OTHER_FIRST)
+            first = math.log(FIRST[matched] if branch == 0 else OTHER_FIRST)
             for depth, token in enumerate(follow[: budget.total_tokens], start=1):
                 parents.append(-1 if depth == 1 else len(tokens) - 1)
                 tokens.append(token)
