@@ -72,6 +72,11 @@ class TargetModel:
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
 
     @property
+    def cache_kwarg(self) -> str:
+        """The decoder's keyword for the KV cache (`cache` or `past_key_values`, by transformers version)."""
+        return self._cache_kwarg
+
+    @property
     def config(self):
         return self.model.config
 

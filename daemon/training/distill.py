@@ -11,6 +11,7 @@ from typing import Iterator
 
 import torch
 
+from ..models.kv_cache import new_cache
 from ..models.target import TargetModel
 from .samples import FimSample
 
@@ -37,33 +38,47 @@ def _left_padded(prompts: list[list[int]], pad: int, device) -> tuple[torch.Tens
 
 
 @torch.no_grad()
-def generate_continuations(target: TargetModel, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-    """Greedy continuations of a batch of prompts (left-padded, transformers' generate), each cut after its
-    first stop token (the stop token is kept: the head must learn to predict it too)."""
-    stop_ids = list(target.stop_token_ids)
-    pad = stop_ids[0] if stop_ids else 0
+def generate_with_features(target: TargetModel, prompts: list[list[int]], max_new_tokens: int
+                           ) -> list[tuple[list[int], torch.Tensor]]:
+    """Greedy continuations of a batch of prompts and the target's features at every position, in one pass.
+
+    Returns (continuation, features [len(prompt) + len(continuation), H] bfloat16 on the CPU) per prompt; a
+    continuation ends after its first stop token (kept: the head must learn to predict it too). The
+    left-padded prefill gives the prompts' features and each decode step those of the token it feeds, so the
+    last token is fed once more for its features: no second forward over the whole sequence."""
+    stop_ids = set(target.stop_token_ids)
+    pad = min(stop_ids) if stop_ids else 0
     ids, mask = _left_padded(prompts, pad, target.device)
-    out = target.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
-                                eos_token_id=stop_ids or None, pad_token_id=pad, top_k=None, top_p=None,
-                                temperature=None)
-    continuations = []
-    for row in out[:, ids.shape[1]:].tolist():
-        cut = next((i + 1 for i, token in enumerate(row) if token in stop_ids), len(row))
-        continuations.append(row[:cut])
-    return continuations
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = new_cache()
+    hidden = _decoder_step(target, ids, mask, positions, cache)  # [B, P, H]
+    features = [hidden]
+    continuations: list[list[int]] = [[] for _ in prompts]
+    writing = [True] * len(prompts)
+    next_tokens = target.lm_head(hidden[:, -1]).argmax(-1)
+    for step in range(max_new_tokens):
+        for row, token in enumerate(next_tokens.tolist()):
+            if writing[row]:
+                continuations[row].append(token)
+                writing[row] = token not in stop_ids
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        positions = positions[:, -1:] + 1
+        hidden = _decoder_step(target, next_tokens[:, None], mask, positions, cache)  # the fed token's features
+        features.append(hidden)
+        if not any(writing) or step == max_new_tokens - 1:
+            break
+        next_tokens = target.lm_head(hidden[:, -1]).argmax(-1)
+    stacked = torch.cat(features, dim=1)
+    width = ids.shape[1]
+    return [(continuation, stacked[row, width - len(prompt) : width + len(continuation)].to("cpu", torch.bfloat16))
+            for row, (prompt, continuation) in enumerate(zip(prompts, continuations))]
 
 
-@torch.no_grad()
-def capture_features(target: TargetModel, sequences: list[list[int]]) -> list[torch.Tensor]:
-    """The target's last hidden state for every position of each sequence (right-padded batch forward)."""
-    width = max(len(s) for s in sequences)
-    ids = torch.zeros((len(sequences), width), dtype=torch.long)
-    mask = torch.zeros((len(sequences), width), dtype=torch.long)
-    for row, seq in enumerate(sequences):
-        ids[row, : len(seq)] = torch.tensor(seq)
-        mask[row, : len(seq)] = 1
-    hidden = target.decoder(input_ids=ids.to(target.device), attention_mask=mask.to(target.device)).last_hidden_state
-    return [hidden[row, : len(seq)].to("cpu", torch.bfloat16) for row, seq in enumerate(sequences)]
+def _decoder_step(target: TargetModel, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache
+                  ) -> torch.Tensor:
+    """The decoder's last hidden states [B, n, H] for `ids` [B, n], extending `cache`; `mask` [B, past + n]."""
+    return target.decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                          **{target.cache_kwarg: cache}).last_hidden_state
 
 
 def batching_order(samples: list[FimSample], batch_size: int, seed: int) -> list[FimSample]:
@@ -82,8 +97,5 @@ def distill(target: TargetModel, samples: list[FimSample], batch_size: int, max_
     """Yields one DistilledSequence per sample, in order, generated and captured `batch_size` at a time."""
     for start in range(0, len(samples), batch_size):
         prompts = [s.prompt_ids for s in samples[start : start + batch_size]]
-        continuations = generate_continuations(target, prompts, max_new_tokens)
-        sequences = [p + c for p, c in zip(prompts, continuations)]
-        features = capture_features(target, sequences)
-        for prompt, seq, feats in zip(prompts, sequences, features):
-            yield DistilledSequence(torch.tensor(seq, dtype=torch.int32), feats, len(prompt))
+        for prompt, (continuation, features) in zip(prompts, generate_with_features(target, prompts, max_new_tokens)):
+            yield DistilledSequence(torch.tensor(prompt + continuation, dtype=torch.int32), features, len(prompt))

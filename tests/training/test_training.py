@@ -8,6 +8,7 @@ from nestling.daemon.models.target import load_target
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from nestling.daemon.training.distill import generate_with_features
 from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
 from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.models.eagle_head import head_from_target
@@ -50,6 +51,24 @@ def test_distilled_sequences_are_the_targets_own_greedy_continuations(target, co
         cut = next((i + 1 for i, t in enumerate(expected) if t in stops), len(expected))
         assert written == expected[:cut]
         assert seq.features.shape == (seq.tokens.numel(), target.config.hidden_size)
+
+
+def test_batched_generation_gives_each_sequence_its_own_greedy_tokens_and_features(target):
+    # prompts of different lengths (left padding); with this tiny model the last three rows stop early
+    prompts = [[5, 9, 13, 2, 7, 11, 3], [4, 4, 8], [53, 133, 277], [80, 163, 55, 42, 174, 246, 291],
+               [257, 175, 129, 171, 37, 102]]
+    stops = set(target.stop_token_ids)
+    ar = SpeculativeEngine(target, NoDrafter)
+    written = generate_with_features(target, prompts, 10)
+    assert [len(continuation) for continuation, _ in written] == [10, 10, 2, 1, 5]
+    for prompt, (continuation, features) in zip(prompts, written):
+        expected = ar.generate(prompt, stop=StopRule(max_new_tokens=10, stop_token_ids=(-1,))).run().tokens
+        cut = next((i + 1 for i, t in enumerate(expected) if t in stops), len(expected))
+        assert continuation == expected[:cut]
+        sequence = torch.tensor([prompt + continuation])
+        alone = target.decoder(input_ids=sequence).last_hidden_state[0]
+        assert features.shape == alone.shape
+        torch.testing.assert_close(features.float(), alone.to(torch.bfloat16).float(), atol=1e-3, rtol=8e-3)
 
 
 def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, corpus):
