@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduce the measurements in BENCHMARKS.md on this machine: JSON and PNGs land in benchmarks/.
-# Runs everything side by side in single processes; ~65 minutes on a 2-core CPU. Needs nestling[dev,bench].
+# Runs everything side by side in single processes; ~75 minutes on a 2-core CPU. Needs nestling[dev,bench].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks
@@ -29,6 +29,10 @@ step "prompt-lookup acceptance per matched n-gram length (needs a train-head cac
 if [ -d "${HEAD_CACHE_DIR:-/tmp/headrun/cache}/train" ]; then
   nestling bench --target lookup --cache-dir "${HEAD_CACHE_DIR:-/tmp/headrun/cache}/train" --out "$out/lookup_calibration.json"
 fi
+
+step "the head's node values against how often the target accepts them"
+python scripts/head-calibration.py humaneval 12 > "$out/head_calibration_humaneval.json"
+python scripts/head-calibration.py heldout 12 > "$out/head_calibration_heldout.json"
 
 step "syntax context latency per keystroke"
 nestling bench --target syntax --out "$out/syntax_latency.json"
