@@ -72,11 +72,6 @@ class TargetModel:
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
 
     @property
-    def cache_kwarg(self) -> str:
-        """The decoder's keyword for the KV cache (`cache` or `past_key_values`, by transformers version)."""
-        return self._cache_kwarg
-
-    @property
     def config(self):
         return self.model.config
 
@@ -110,17 +105,18 @@ class TargetModel:
         logits_for: torch.Tensor | slice | None = None,  # which of the n positions need logits (default all)
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (features [n, H]: the input of the lm_head, logits [m, V] float32 for `logits_for`)."""
-        out = self.decoder(
-            input_ids=input_ids,
-            position_ids=position_ids,
-            attention_mask=attention_mask,
-            use_cache=True,
-            **{self._cache_kwarg: cache},
-        )
-        features = out.last_hidden_state[0]
+        features = self.hidden_states(input_ids, position_ids, cache, attention_mask)[0]
         selected = features if logits_for is None else features[logits_for]
         logits = self.lm_head(selected).float()
         return features, logits
+
+    @torch.no_grad()
+    def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache,
+                      attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The decoder's last hidden states [B, n, H] for `input_ids` [B, n], extending `cache` by n entries.
+        attention_mask: None (causal), [B, past + n] 0/1 padding mask, or [B, 1, n, past + n] additive."""
+        return self.decoder(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+                            use_cache=True, **{self._cache_kwarg: cache}).last_hidden_state
 
 
 def _load_tokenizer(path: Path):

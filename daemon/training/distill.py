@@ -51,7 +51,7 @@ def generate_with_features(target: TargetModel, prompts: list[list[int]], max_ne
     ids, mask = _left_padded(prompts, pad, target.device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     cache = new_cache()
-    hidden = _decoder_step(target, ids, mask, positions, cache)  # [B, P, H]
+    hidden = target.hidden_states(ids, positions, cache, mask)  # [B, P, H]
     features = [hidden]
     continuations: list[list[int]] = [[] for _ in prompts]
     writing = [True] * len(prompts)
@@ -63,7 +63,7 @@ def generate_with_features(target: TargetModel, prompts: list[list[int]], max_ne
                 writing[row] = token not in stop_ids
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         positions = positions[:, -1:] + 1
-        hidden = _decoder_step(target, next_tokens[:, None], mask, positions, cache)  # the fed token's features
+        hidden = target.hidden_states(next_tokens[:, None], positions, cache, mask)  # the fed token's features
         features.append(hidden)
         if not any(writing) or step == max_new_tokens - 1:
             break
@@ -72,13 +72,6 @@ def generate_with_features(target: TargetModel, prompts: list[list[int]], max_ne
     width = ids.shape[1]
     return [(continuation, stacked[row, width - len(prompt) : width + len(continuation)].to("cpu", torch.bfloat16))
             for row, (prompt, continuation) in enumerate(zip(prompts, continuations))]
-
-
-def _decoder_step(target: TargetModel, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache
-                  ) -> torch.Tensor:
-    """The decoder's last hidden states [B, n, H] for `ids` [B, n], extending `cache`; `mask` [B, past + n]."""
-    return target.decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                          **{target.cache_kwarg: cache}).last_hidden_state
 
 
 def batching_order(samples: list[FimSample], batch_size: int, seed: int) -> list[FimSample]:
