@@ -17,8 +17,8 @@ step "ablation on the held-out files, per region"
 nestling bench --ablation --by-region --per-file 2 --max-tokens 64 --out "$out/ablation_heldout.json" \
   --plot "$out/tokens_per_region.png"
 
-step "ablation on HumanEval prompts"
-nestling bench humaneval --ablation --limit 24 --max-tokens 64 --out "$out/ablation_humaneval.json"
+step "ablation on HumanEval prompts, with transformers' own greedy and prompt-lookup generate beside it"
+nestling bench humaneval --ablation --peers --limit 24 --max-tokens 64 --out "$out/ablation_humaneval.json"
 
 step "exactness: the same six prompts in float32 and in bfloat16"
 nestling bench --dtype float32 --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 \

@@ -14,6 +14,7 @@ from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..service.stats import percentile
 from ..speculative.engine import StopRule
+from .peers import PEERS, PeerEngine
 from .prompts import BenchPrompt
 
 
@@ -85,20 +86,21 @@ def prompt_region(prompt: BenchPrompt) -> Region:
 
 def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens: int,
               budget: FimBudget = FimBudget(), progress: bool = True) -> dict[str, ModeResult]:
-    """Every mode on every prompt, interleaved per prompt; the first mode is the baseline."""
+    """Every mode on every prompt, interleaved per prompt; the first mode is the baseline. Modes are
+    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate)."""
     target = runtime.target
-    engines = {mode: runtime.engine(mode) for mode in modes}
+    engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode) for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
     regions = [prompt_region(p) for p in prompts]
     for mode, engine in engines.items():  # warm-up, not measured
-        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=runtime.budget_for(mode)).run()
+        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode)).run()
     for prompt, fim, region in tqdm(list(zip(prompts, encoded, regions)), desc="bench", unit="prompt",
                                     disable=not progress):
         reference = None
         for mode, engine in engines.items():
             generation = engine.generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens),
-                                         budget=runtime.budget_for(mode, region)).run()
+                                         budget=_budget(runtime, mode, region)).run()
             if reference is None:
                 reference = generation.tokens
             same = generation.tokens == reference
@@ -110,6 +112,11 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
                 "identical": same, "first_difference": _first_difference(generation.tokens, reference),
                 **{k: v for k, v in stats.to_dict().items() if k not in ("accepted_lengths",)}})
     return results
+
+
+def _budget(runtime, mode: str, region: Region = Region.NEUTRAL):
+    """The tree budget of one of nestling's modes; peers draft their own way (None)."""
+    return None if mode in PEERS else runtime.budget_for(mode, region)
 
 
 def _first_difference(tokens: list[int], reference: list[int]) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..bench.peers import PEER_HELP, PEERS
 from ..modes import MODE_HELP, MODES
 
 REFERENCE_TREE = {"top_k": 10, "depth": 7, "total_tokens": 60}  # the EAGLE-2 reference defaults (TreeBudget's)
@@ -13,7 +14,7 @@ DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "bench" / "data"
 
 
 def add_parser(sub, add_model_options) -> None:
-    modes = "; ".join(f"{m}: {h}" for m, h in MODE_HELP.items())
+    modes = "; ".join(f"{m}: {h}" for m, h in {**MODE_HELP, **PEER_HELP}.items())
     p = sub.add_parser("bench", help="measure decoding modes side by side (AR vs speculative and its ablations)")
     p.add_argument("sources", nargs="*", type=Path,
                    help="source files/folders (cursor positions are picked deterministically), .jsonl prompt "
@@ -24,6 +25,9 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--max-tokens", type=int, default=64, help="tokens generated per prompt (default 64)")
     p.add_argument("--modes", default="ar,spec", help=f"comma-separated, the first is the baseline ({modes})")
     p.add_argument("--ablation", action="store_true", help="all modes: " + ",".join(MODES))
+    p.add_argument("--peers", action="store_true",
+                   help="also run the peer baselines (" + ", ".join(PEERS) + "): transformers' own generate, "
+                        "greedy and with its prompt-lookup decoding, on the same prompts")
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
@@ -62,9 +66,10 @@ def run(args) -> int:
     from ..speculative.drafter import TreeBudget
 
     modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
+    modes += [peer for peer in PEERS if args.peers and peer not in modes]
+    unknown = [m for m in modes if m not in MODES + PEERS]
     if unknown or not modes:
-        raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES)})")
+        raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)

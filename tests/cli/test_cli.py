@@ -73,13 +73,14 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
     out = tmp_path / "bench.json"
     result = nestling("bench", src, "--model", model_dir, "--head", head_dir, "--dtype", "float32",
                       "--per-file", 3, "--max-tokens", 10, "--depth", 3, "--top-k", 3, "--total-tokens", 8,
-                      "--out", out)
+                      "--peers", "--out", out)
     assert result.returncode == 0, result.stderr
     assert "identical" in result.stdout
     report = json.loads(out.read_text())
     modes = {m["mode"]: m for m in report["modes"]}
-    assert set(modes) == {"ar", "spec"}
-    assert modes["spec"]["identical_to_baseline"] == "3/3"
+    assert set(modes) == {"ar", "spec", "hf-greedy", "hf-lookup"}
+    for mode in ("spec", "hf-greedy", "hf-lookup"):
+        assert modes[mode]["identical_to_baseline"] == "3/3"
     assert modes["spec"]["speedup_vs_baseline"] is not None
 
 
