@@ -2,7 +2,7 @@
 
 Single line vs multi-line (auto: mid-line completes to the end of the line, an empty line or a block
 opener gets a block), stop at the end of the block (indentation, and brackets in brace languages), drop
-text the suffix already has, and never offer whitespace alone. `block_end` also serves as an early stop
+text the suffix already has, end before a NUL character, and never offer whitespace alone. `block_end` also serves as an early stop
 rule during generation, so no tokens are spent past what will be shown.
 """
 
@@ -51,6 +51,9 @@ def line_mode(requested: str, ctx: CursorContext) -> str:
 
 def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     """Where to cut the model's text (an index into it), or None to keep all of it so far."""
+    nul = text.find("\x00")
+    if nul >= 0:  # never source code, and editors' JSON parsers refuse it (Emacs): the text ends there
+        return nul
     if mode == "single":
         start = len(text) - len(text.lstrip("\n")) if not ctx.line_before.strip() else 0
         newline = text.find("\n", start)

@@ -54,3 +54,10 @@ def test_early_stop_only_on_complete_lines():
     c = ctx("def f(xs):\n    ", "\n")
     assert block_end("return 1\nprin", c, "multi") is None  # the dedented line is not complete yet
     assert block_end("return 1\nprint(1)\n", c, "multi") == len("return 1")
+
+
+def test_text_ends_before_a_nul_character():
+    c = ctx("total = a +", "\n")
+    assert block_end(" b\x00c", c, "single") == 2  # also an early stop during generation
+    assert finalize(" b\x00c\nmore", c, "single") == " b"
+    assert finalize("\x00tail", ctx("def f():\n    "), "multi") == ""
