@@ -49,7 +49,7 @@ class _ChunkClock:
 class PeerGeneration:
     target: TargetModel
     prompt: list[int]
-    stop: StopRule
+    stop: StopRule  # only max_new_tokens and stop_token_ids apply (all the bench sets)
     lookup: bool  # prompt-lookup decoding (else plain greedy)
     tokens: list[int] = field(default_factory=list)  # output tokens, stop rules applied as the engine does
     stats: GenerationStats = field(default_factory=GenerationStats)
@@ -81,7 +81,7 @@ class PeerGeneration:
         return self
 
 
-def _apply_stop(tokens: list[int], stop_ids: tuple[int, ...], max_new_tokens: int) -> list[int]:
+def _apply_stop(tokens: list[int], stop_ids: list[int], max_new_tokens: int) -> list[int]:
     """The engine's rule: end before the first stop token, keep at most max_new_tokens."""
     for i, token in enumerate(tokens):
         if token in stop_ids:
