@@ -87,7 +87,8 @@ def prompt_region(prompt: BenchPrompt) -> Region:
 def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens: int,
               budget: FimBudget = FimBudget(), progress: bool = True) -> dict[str, ModeResult]:
     """Every mode on every prompt, interleaved per prompt; the first mode is the baseline. Modes are
-    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate)."""
+    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate). The order rotates by
+    one mode per prompt, so no mode always runs first (or right after a given other) on the host."""
     target = runtime.target
     engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode) for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
@@ -95,23 +96,28 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
     regions = [prompt_region(p) for p in prompts]
     for mode, engine in engines.items():  # warm-up, not measured
         engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode)).run()
-    for prompt, fim, region in tqdm(list(zip(prompts, encoded, regions)), desc="bench", unit="prompt",
-                                    disable=not progress):
-        reference = None
-        for mode, engine in engines.items():
-            generation = engine.generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens),
-                                         budget=_budget(runtime, mode, region)).run()
-            if reference is None:
-                reference = generation.tokens
-            same = generation.tokens == reference
-            stats = generation.stats
+    for index, (prompt, fim, region) in enumerate(tqdm(list(zip(prompts, encoded, regions)), desc="bench",
+                                                       unit="prompt", disable=not progress)):
+        generations = {mode: engines[mode].generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens),
+                                                    budget=_budget(runtime, mode, region)).run()
+                       for mode in rotated(modes, index)}
+        reference = generations[modes[0]].tokens
+        for mode in modes:
+            tokens, stats = generations[mode].tokens, generations[mode].stats
+            same = tokens == reference
             results[mode].add(stats, same)
             results[mode].by_region.setdefault(region.value, ModeResult(mode)).add(stats, same)
             results[mode].per_prompt.append({
                 "id": prompt.id, "kind": prompt.kind, "region": region.value, "prompt_tokens": len(fim.token_ids),
-                "identical": same, "first_difference": _first_difference(generation.tokens, reference),
+                "identical": same, "first_difference": _first_difference(tokens, reference),
                 **{k: v for k, v in stats.to_dict().items() if k not in ("accepted_lengths",)}})
     return results
+
+
+def rotated(modes: list[str], shift: int) -> list[str]:
+    """`modes` starting at position shift (mod len): the run order for one prompt."""
+    start = shift % len(modes)
+    return modes[start:] + modes[:start]
 
 
 def _budget(runtime, mode: str, region: Region = Region.NEUTRAL):

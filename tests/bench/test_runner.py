@@ -1,0 +1,94 @@
+"""The bench runner: every mode on every prompt, in an order that rotates per prompt, each output compared
+with the baseline's (the first mode named) whatever order they ran in."""
+
+from dataclasses import dataclass, field
+
+from nestling.daemon.bench.prompts import BenchPrompt
+from nestling.daemon.bench.runner import rotated, run_bench
+from nestling.daemon.speculative.stats import GenerationStats
+
+
+class CharTokenizer:
+    """One token per character (enough for FIM prompt building without FIM markers)."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [ord(c) for c in text]}
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(i) for i in ids)
+
+
+@dataclass
+class FakeTarget:
+    tokenizer: CharTokenizer = field(default_factory=CharTokenizer)
+    fim_tokens: None = None
+
+
+@dataclass
+class FakeGeneration:
+    tokens: list[int]
+    stats: GenerationStats
+
+    def run(self):
+        return self
+
+
+class FakeEngine:
+    """Answers the prompt's last three tokens (zeros for the prompts in `wrong_on`) and logs each run."""
+
+    def __init__(self, mode, log, wrong_on=()):
+        self.mode, self.log, self.wrong_on = mode, log, {tuple(p) for p in wrong_on}
+
+    def generate(self, prompt, stop=None, budget=None):
+        if stop.max_new_tokens > 4:  # not the warm-up
+            self.log.append(self.mode)
+        tokens = prompt[-3:] if tuple(prompt) not in self.wrong_on else [0, 0, 0]
+        stats = GenerationStats(new_tokens=len(tokens), target_forwards=2, accepted_lengths=[1, 1],
+                                first_token_ms=1.0, total_ms=3.0)
+        return FakeGeneration(list(tokens), stats)
+
+
+class FakeRuntime:
+    def __init__(self, modes, wrong=None):
+        self.target = FakeTarget()
+        self.log: list[str] = []
+        self._engines = {m: FakeEngine(m, self.log, (wrong or {}).get(m, ())) for m in modes}
+
+    def engine(self, mode):
+        return self._engines[mode]
+
+    def budget_for(self, mode, region):
+        return None
+
+
+PROMPTS = [BenchPrompt(id=f"p{i}", prefix=f"x = {i}\ny = x +", suffix="\n", path="a.py") for i in range(5)]
+
+
+def test_rotated_starts_each_prompt_one_mode_later():
+    modes = ["ar", "lookup", "spec"]
+    assert rotated(modes, 0) == modes
+    assert rotated(modes, 1) == ["lookup", "spec", "ar"]
+    assert rotated(modes, 5) == ["spec", "ar", "lookup"]
+
+
+def test_every_mode_runs_first_in_turn():
+    modes = ["ar", "lookup", "spec"]
+    runtime = FakeRuntime(modes)
+    run_bench(runtime, modes, PROMPTS, max_tokens=16, progress=False)
+    runs = [runtime.log[i : i + 3] for i in range(0, len(runtime.log), 3)]
+    assert [run[0] for run in runs] == ["ar", "lookup", "spec", "ar", "lookup"]
+    assert all(sorted(run) == sorted(modes) for run in runs)
+
+
+def test_outputs_are_compared_with_the_baseline_whatever_ran_first():
+    modes = ["ar", "lookup", "spec"]
+    bad_prompt = [ord(c) for c in PROMPTS[1].prefix]  # prompt 1: "lookup" runs first, and differs
+    runtime = FakeRuntime(modes, wrong={"lookup": [bad_prompt]})
+    results = run_bench(runtime, modes, PROMPTS, max_tokens=16, progress=False)
+    assert results["ar"].identical == 5
+    assert results["spec"].identical == 5
+    assert results["lookup"].identical == 4
+    flags = [row["identical"] for row in results["lookup"].per_prompt]
+    assert flags == [True, False, True, True, True]
+    assert results["lookup"].per_prompt[1]["first_difference"] == 0
+    assert [row["id"] for row in results["spec"].per_prompt] == [p.id for p in PROMPTS]
