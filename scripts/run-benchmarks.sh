@@ -10,6 +10,9 @@ step() { echo; echo "== $*"; }
 step "verification cost curve and draft step cost (trained head)"
 nestling profile --plot "$out/verify_cost.png" --json | tee "$out/profile.json"
 
+step "matrix products: plain bfloat16 against prepacked, row-by-row and int8 ways (speed, batch independence)"
+python scripts/compare-matmul.py 9 > "$out/compare_matmul.json"
+
 step "first numbers: AR vs speculative with an untrained head"
 nestling bench --head untrained --modes ar,eagle-ref --per-file 1 --limit 8 --out "$out/untrained_head.json"
 
