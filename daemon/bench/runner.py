@@ -88,7 +88,7 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
               budget: FimBudget = FimBudget(), progress: bool = True) -> dict[str, ModeResult]:
     """Every mode on every prompt, interleaved per prompt; the first mode is the baseline. Modes are
     nestling's (modes.py) or peer baselines (peers.py: transformers' own generate). The order rotates by
-    one mode per prompt, so no mode always runs first (or right after a given other) on the host."""
+    one mode per prompt, so no mode always runs first on a fresh prompt (the cyclic order stays)."""
     target = runtime.target
     engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode) for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
