@@ -19,7 +19,7 @@ ROWS = (1, 4, 13, 32)
 
 
 def ways(weights: list[torch.Tensor]) -> dict:
-    """name -> (prepare once, multiply rows [M, H] bf16 -> [M, I])."""
+    """name -> multiply(i, x): x [M, H] bf16 times weight i, [M, I] bf16 (weights prepared here, once)."""
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in weights]
     scales = [w.float().abs().amax(dim=1) / 127 for w in weights]
     int8 = [(w.float() / s[:, None]).round().clamp(-128, 127).to(torch.int8).contiguous() for w, s in zip(weights, scales)]
@@ -27,10 +27,9 @@ def ways(weights: list[torch.Tensor]) -> dict:
         warnings.simplefilter("ignore")
         dynamic = [torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(HIDDEN, INTERMEDIATE,
                    bias=False)), {torch.nn.Linear}, dtype=torch.qint8) for _ in weights]
-    for module, w in zip(dynamic, weights):  # re-quantize from the real weights
-        module[0].set_weight_bias(torch.quantize_per_channel(w.float(), w.float().abs().amax(dim=1) / 127,
-                                                             torch.zeros(INTERMEDIATE, dtype=torch.long), 0,
-                                                             torch.qint8), None)
+    for module, w, s in zip(dynamic, weights, scales):  # the real weights, per-row scales as for int8 above
+        zero_points = torch.zeros(INTERMEDIATE, dtype=torch.long)
+        module[0].set_weight_bias(torch.quantize_per_channel(w.float(), s, zero_points, 0, torch.qint8), None)
     return {
         "F.linear bf16": lambda i, x: torch.nn.functional.linear(x, weights[i]),
         "oneDNN prepacked bf16": lambda i, x: torch.ops.mkldnn._linear_pointwise(x, packed[i], None, "none", [], ""),

@@ -2,8 +2,8 @@
 
 Single line vs multi-line (auto: mid-line completes to the end of the line, an empty line or a block
 opener gets a block), stop at the end of the block (indentation, and brackets in brace languages), drop
-text the suffix already has, end before a NUL character, and never offer whitespace alone. `block_end` also serves as an early stop
-rule during generation, so no tokens are spent past what will be shown.
+text the suffix already has, end before a NUL character, and never offer whitespace alone. `block_end`
+also serves as an early stop rule during generation, so no tokens are spent past what will be shown.
 """
 
 from __future__ import annotations
