@@ -6,5 +6,5 @@ from tiny import save_tiny_model_folder
 
 # The tiny model the language server loads (the fixture config is built at import, so is the folder).
 MODEL = save_tiny_model_folder(Path(tempfile.mkdtemp(prefix="nestling-lsp-")) / "model", never_stop=True)
-EMBEDDED = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", "--embedded", "--model", str(MODEL),
-            "--head", "untrained", "--dtype", "float32"]
+MODEL_ARGS = ["--model", str(MODEL), "--head", "untrained", "--dtype", "float32"]
+EMBEDDED = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", "--embedded", *MODEL_ARGS]

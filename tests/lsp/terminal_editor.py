@@ -1,0 +1,92 @@
+"""Real terminal editors as LSP clients, driven the way a user drives them: in a tmux pane, by keystrokes.
+
+Neovim 0.12 and Helix come from Debian unstable through `scripts/fetch-editors.sh` (`.ci/run` calls it);
+the tests find them in `$NESTLING_EDITORS/bin` (default: `.editors/bin` in the repository) and skip without
+them. Each test configures its editor with the README's own snippet, only the server command swapped for
+the embedded tiny model, so the README is what gets tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EDITORS_BIN = Path(os.environ.get("NESTLING_EDITORS", REPO / ".editors")) / "bin"
+TMUX = shutil.which("tmux")
+
+
+def editor(name: str) -> Path | None:
+    """The fetched editor's wrapper, or None (with tmux missing too: the tests need both)."""
+    path = EDITORS_BIN / name
+    return path if path.exists() and TMUX else None
+
+
+def readme_block(marker: str) -> str:
+    """The first fenced code block after `marker` in the README."""
+    text = (REPO / "README.md").read_text()
+    start = text.index(marker)
+    match = re.search(r"```[a-z]*\n(.*?)```", text[start:], re.S)
+    return match.group(1)
+
+
+def ar_completion(model_args: list[str], file: Path, line: int, col: int) -> str:
+    """What the target alone writes at (line, col), 1-based: `nestling complete --mode ar`."""
+    command = [sys.executable, "-m", "nestling.daemon.cli.main", "complete", *model_args, "--mode", "ar",
+               "--json", "--line", str(line), "--col", str(col), str(file)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(run.stdout)["text"]
+
+
+def read_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="surrogateescape")
+
+
+def wait_until(condition, timeout_s: float, interval_s: float = 0.25, what: str = "condition"):
+    """Poll `condition()` until it returns something truthy; that value, or AssertionError at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+class TmuxPane:
+    """One program in a detached tmux session on a private socket (nothing shared with a user's tmux)."""
+
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str], width: int = 120, height: int = 30):
+        self.socket = str(cwd / "tmux.sock")
+        self.env = env
+        shell_command = " ".join(_quote(part) for part in command)
+        self._tmux("new-session", "-d", "-s", "editor", "-x", str(width), "-y", str(height), "-c", str(cwd),
+                   shell_command + "; sleep 600")  # keep the pane after an exit, so its last screen can be read
+
+    def _tmux(self, *args: str) -> str:
+        run = subprocess.run([TMUX, "-S", self.socket, "-f", "/dev/null", *args], env=self.env,
+                             capture_output=True, text=True, timeout=30)
+        return run.stdout
+
+    def keys(self, *keys: str, pause_s: float = 0.4) -> None:
+        """Send keys one by one (tmux key names: Escape, Enter, Tab, C-x; or literal text), pausing after each
+        so an editor never reads Escape followed by a key as one Alt chord."""
+        for key in keys:
+            self._tmux("send-keys", "-t", "editor", key)
+            time.sleep(pause_s)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "editor")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+def _quote(part: str) -> str:
+    return "'" + part.replace("'", "'\\''") + "'"
