@@ -133,6 +133,9 @@ class EmbeddedBackend:
         if progress:
             progress("begin", "loading the model")
         runtime = await asyncio.to_thread(self._load_runtime)
+        if progress:
+            progress("report", "measuring the verification cost (once per model and device)")
+        await asyncio.to_thread(lambda: runtime.profile)  # as the daemon does: not on the first keystroke
         self.service = CompletionService(runtime, self._config or ServiceConfig())
         self.worker = ModelWorker(self.service, ServiceStats())
         if progress:

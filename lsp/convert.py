@@ -33,8 +33,10 @@ def apply_selected(source: str, start: int, end: int, selected_text: str) -> tup
     return source[:start] + selected_text + source[end:], start + len(selected_text)
 
 
-def inline_list(texts: list[str], prefix_text: str = "", replace: types.Range | None = None) -> types.InlineCompletionList:
-    """Inline items; with a selected completion, each extends its text over its (single-line) range."""
+def inline_list(texts: list[str], prefix_text: str, replace: types.Range) -> types.InlineCompletionList:
+    """Inline items over `replace`: the selected completion's (single-line) range, which each item's text
+    extends, or the empty range at the cursor. The range is optional in the spec, but lsp-mode 10 fails on
+    items without one."""
     return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=prefix_text + text, range=replace)
                                              for text in texts])
 

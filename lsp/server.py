@@ -112,7 +112,8 @@ def build_server(make_backend) -> NestlingLanguageServer:
         query, prefix_text = query_for(ls, params.text_document.uri, params.position,
                                        ls.settings.alternatives if invoked else 1, selected)
         texts = await run_query(ls, query)
-        return convert.inline_list(texts, prefix_text, selected.range if selected else None)
+        at_cursor = types.Range(start=params.position, end=params.position)
+        return convert.inline_list(texts, prefix_text, selected.range if selected else at_cursor)
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))
     async def completion(ls: NestlingLanguageServer, params: types.CompletionParams):

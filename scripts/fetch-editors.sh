@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Fetch current editors from Debian unstable for the editor tests: Neovim 0.12+ (vim.lsp.inline_completion)
-# and Helix, which Debian 12 does not carry. apt downloads them (checking the archive's signature with
-# Debian's keyring and every file's hash) into a private state folder, so nothing on the system changes;
-# they are unpacked together with the C library they were built against, and patchelf points each editor
-# at that library's loader (a wrapper that ran the loader by hand would break Neovim, which re-executes
-# itself); DEST/bin holds the editors' wrappers. Usage: scripts/fetch-editors.sh [DEST]   (default: .editors)
+# Fetch current editors from Debian unstable for the editor tests, none of which Debian 12 carries:
+# Neovim 0.12+ (vim.lsp.inline_completion), Helix, and lsp-mode 10 for Emacs (lsp-inline-completion-mode;
+# pure Emacs Lisp, which Debian 12's Emacs loads from DEST/root/usr/share/emacs/site-lisp/elpa-src).
+# apt downloads them (checking the archive's signature with Debian's keyring and every file's hash) into a
+# private state folder, so nothing on the system changes; they are unpacked together with the C library
+# they were built against, and patchelf points each editor at that library's loader (a wrapper that ran
+# the loader by hand would break Neovim, which re-executes itself); DEST/bin holds the editors' wrappers.
+# Usage: scripts/fetch-editors.sh [DEST]   (default: .editors; about 100 MB)
 # Exits 0 with a warning when it cannot (no apt, no network): the tests that need the editors skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="$(mkdir -p "${1:-.editors}" && cd "${1:-.editors}" && pwd)"
-packages=(neovim hx patchelf)  # patchelf: to point the editors at the unpacked C library
-warn() { echo "fetch-editors: $*; the tests that need Neovim 0.12 or Helix will be skipped" >&2; exit 0; }
-if "$dest/bin/nvim" --version >/dev/null 2>&1 && "$dest/bin/hx" --version >/dev/null 2>&1; then
+packages=(neovim hx elpa-lsp-mode patchelf)  # patchelf: to point the editors at the unpacked C library
+warn() { echo "fetch-editors: $*; the tests that need Neovim 0.12, Helix or lsp-mode 10 will be skipped" >&2; exit 0; }
+if "$dest/bin/nvim" --version >/dev/null 2>&1 && "$dest/bin/hx" --version >/dev/null 2>&1 \
+   && compgen -G "$dest/root/usr/share/emacs/site-lisp/elpa-src/lsp-mode-*" >/dev/null; then
   echo "fetch-editors: already in $dest/bin"; exit 0
 fi
 command -v apt-get >/dev/null 2>&1 || warn "apt-get not found (Debian or Ubuntu only)"
@@ -54,6 +57,7 @@ write_wrapper() {  # NAME BINARY ENV_ASSIGNMENT
 }
 write_wrapper nvim "$dest/root/usr/bin/nvim" "VIMRUNTIME=$dest/root/usr/share/nvim/runtime"
 write_wrapper hx "$dest/root/usr/lib/hx/hx" "HELIX_RUNTIME=$dest/root/usr/lib/hx/runtime"
-rm -rf "$state" "$dest/debs"  # keep only what runs (~40 MB)
+rm -rf "$state" "$dest/debs"  # keep only what runs
 "$dest/bin/nvim" --version | head -1
 "$dest/bin/hx" --version
+ls -d "$dest"/root/usr/share/emacs/site-lisp/elpa-src/lsp-mode-*

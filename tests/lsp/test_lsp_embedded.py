@@ -38,7 +38,7 @@ async def test_automatic_inline_completion_gives_one_item_on_one_line(client: La
     assert len(result.items) <= 1
     for item in result.items:
         assert item.insert_text.strip()
-        assert item.range is None or item.range.start.line == item.range.end.line
+        assert item.range.start == item.range.end == types.Position(line=5, character=4)  # insert at the cursor
 
 
 @pytest.mark.asyncio(loop_scope="module")
