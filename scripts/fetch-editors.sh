@@ -34,7 +34,7 @@ apt_opts=(-q -o "Dir::State=$state" -o "Dir::State::Lists=$state/lists" -o "Dir:
           -o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$state/sources"
           -o "APT::Sandbox::User=root")
 apt-get "${apt_opts[@]}" update >/dev/null || warn "could not read Debian unstable's package lists"
-# The editors and everything they depend on, down to the C library (about 15 packages, ~20 MB).
+# The editors and everything they depend on, down to the C library (about 25 packages, ~35 MB).
 mapfile -t closure < <(apt-cache "${apt_opts[@]}" depends --recurse --no-recommends --no-suggests \
   --no-conflicts --no-breaks --no-replaces --no-enhances "${packages[@]}" | grep -v '^ ' | grep -v '^<' | sort -u)
 (cd "$dest/debs" && rm -f ./*.deb && apt-get "${apt_opts[@]}" download "${closure[@]}" >/dev/null) \
