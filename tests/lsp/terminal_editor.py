@@ -1,9 +1,11 @@
-"""Real terminal editors as LSP clients, driven the way a user drives them: in a tmux pane, by keystrokes.
+"""Real editors as LSP clients, driven the way a user drives them: by keystrokes (terminal editors in a tmux
+pane; VS Code in headless Chromium, see test_vscode.py), each completing SOURCE at (LINE, COLUMN).
 
-Neovim 0.12 and Helix come from Debian unstable through `scripts/fetch-editors.sh` (`.ci/run` calls it);
-the tests find them in `$NESTLING_EDITORS/bin` (default: `.editors/bin` in the repository) and skip without
-them. Each test configures its editor with the README's own snippet, only the server command swapped for
-the embedded tiny model, so the README is what gets tested.
+Neovim 0.12, Helix and lsp-mode 10 come from Debian unstable through `scripts/fetch-editors.sh`, VS Code
+through `scripts/fetch-vscode.sh` (`.ci/run` calls both); the tests find them under `$NESTLING_EDITORS`
+(default: `.editors` in the repository) and skip without them. Each test configures its editor with the
+README's own snippet, only the server command swapped for the embedded tiny model, so the README is what
+gets tested, and checks the saved file against what the target alone writes (`nestling complete --mode ar`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 EDITORS_BIN = Path(os.environ.get("NESTLING_EDITORS", REPO / ".editors")) / "bin"
 TMUX = shutil.which("tmux")
+SOURCE = "def main(path):\n    names = \n    return names\n"  # the file each editor test completes in
+LINE, COLUMN = 2, 13  # 1-based: the end of `    names = `, where the completion goes
+
+
+def completed(text: str) -> str:
+    """SOURCE with `text` accepted at (LINE, COLUMN)."""
+    return SOURCE.replace("names = \n", "names = " + text + "\n")
 
 
 def editor(name: str) -> Path | None:

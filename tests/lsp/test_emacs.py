@@ -13,7 +13,8 @@ import pytest
 import re
 
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import EDITORS_BIN, TMUX, TmuxPane, ar_completion, read_text, readme_block, wait_until
+from terminal_editor import (COLUMN, EDITORS_BIN, LINE, SOURCE, TMUX, TmuxPane, ar_completion, completed, read_text,
+                             readme_block, wait_until)
 
 EMACS = shutil.which("emacs")
 LSP_MODE = sorted(Path("/usr/share/emacs/site-lisp/elpa").glob("lsp-mode-*"))  # Debian's elpa-lsp-mode
@@ -40,7 +41,6 @@ def test_emacs_lsp_mode_gets_inline_and_menu_completions(tmp_path):
 
 
 LSP_MODE_10 = sorted((EDITORS_BIN.parent / "root/usr/share/emacs/site-lisp/elpa-src").glob("lsp-mode-*"))
-SOURCE = "def main(path):\n    names = \n    return names\n"
 TEST_SETUP = """(require 'package)
 (setq package-directory-list '({elpa}))  ; lsp-mode 10 and its libraries, not Debian 12's lsp-mode 8
 (package-initialize)
@@ -61,7 +61,7 @@ def test_emacs_lsp_mode_10_shows_ghost_text_and_tab_accepts_it(tmp_path):
     source = tmp_path / "main.py"
     source.write_text(SOURCE)
     (tmp_path / ".git").mkdir()
-    expected = ar_completion(MODEL_ARGS, source, line=2, col=13)
+    expected = ar_completion(MODEL_ARGS, source, LINE, COLUMN)
     readme = readme_block("**Emacs**")
     snippet = readme.replace('\'("nestling" "lsp")', "'" + elisp_list(EMBEDDED))
     assert snippet != readme, "the README's Emacs snippet no longer starts `nestling lsp` as expected"
@@ -78,6 +78,6 @@ def test_emacs_lsp_mode_10_shows_ghost_text_and_tab_accepts_it(tmp_path):
         wait_until(lambda: shown_start in pane.screen(), 120, what="ghost text")
         pane.keys("Tab", "C-x", "C-s")
         wait_until(lambda: read_text(source) != SOURCE, 30, what="the file to be saved")
-        assert read_text(source) == SOURCE.replace("names = \n", "names = " + expected + "\n")
+        assert read_text(source) == completed(expected)
     finally:
         pane.close()

@@ -8,10 +8,10 @@ import re
 import pytest
 
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import TmuxPane, ar_completion, editor, read_text, readme_block, wait_until
+from terminal_editor import (COLUMN, LINE, SOURCE, TmuxPane, ar_completion, completed, editor, read_text, readme_block,
+                             wait_until)
 
 HELIX = editor("hx")
-SOURCE = "def main(path):\n    names = \n    return names\n"
 
 
 def menu_shows(pane: TmuxPane, label_start: str) -> bool:
@@ -24,7 +24,7 @@ def menu_shows(pane: TmuxPane, label_start: str) -> bool:
 def test_helix_completion_menu_inserts_what_the_target_writes(tmp_path):
     source = tmp_path / "main.py"
     source.write_text(SOURCE)
-    expected = ar_completion(MODEL_ARGS, source, line=2, col=13)
+    expected = ar_completion(MODEL_ARGS, source, LINE, COLUMN)
     readme = readme_block("**Helix**")
     config = readme.replace('command = "nestling"\nargs = ["lsp"]',
                             f"command = {json.dumps(EMBEDDED[0])}\nargs = {json.dumps(EMBEDDED[1:])}")
@@ -46,6 +46,6 @@ def test_helix_completion_menu_inserts_what_the_target_writes(tmp_path):
                    what="the completion menu to list nestling's item")
         pane.keys("Tab", "Enter", "Escape", ":w", "Enter")  # select the item, accept it, write the file
         wait_until(lambda: read_text(source) != SOURCE, 30, what="the file to be written")
-        assert read_text(source) == SOURCE.replace("names = \n", "names = " + expected + "\n")
+        assert read_text(source) == completed(expected)
     finally:
         pane.close()

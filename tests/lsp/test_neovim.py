@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import TmuxPane, ar_completion, editor, read_text, readme_block, wait_until
+from terminal_editor import (COLUMN, LINE, SOURCE, TmuxPane, ar_completion, completed, editor, read_text, readme_block,
+                             wait_until)
 
 NVIM = shutil.which("nvim")
 
@@ -36,7 +37,6 @@ def test_neovim_gets_inline_and_menu_completions(tmp_path):
 
 
 NVIM_012 = editor("nvim")
-SOURCE = "def main(path):\n    names = \n    return names\n"
 
 
 def lua_list(items: list[str]) -> str:
@@ -67,7 +67,7 @@ def test_neovim_012_shows_ghost_text_and_tab_accepts_it(tmp_path):
     as ghost text, <Tab> puts it in the buffer, and it is what the target alone would have written."""
     source = tmp_path / "main.py"
     source.write_text(SOURCE)
-    expected = ar_completion(MODEL_ARGS, source, line=2, col=13)
+    expected = ar_completion(MODEL_ARGS, source, LINE, COLUMN)
     readme = readme_block("**Neovim 0.12+**")
     config = readme.replace('{ "nestling", "lsp" }', lua_list(EMBEDDED))
     assert config != readme, "the README's Neovim 0.12 snippet no longer starts `nestling lsp` as expected"
@@ -94,6 +94,6 @@ def test_neovim_012_shows_ghost_text_and_tab_accepts_it(tmp_path):
         assert "names = " + expected[:1] in pane.screen()
         pane.keys("Tab", "Escape", ":w", "Enter")
         wait_until(lambda: read_text(source) != SOURCE, 30, what="the buffer to be written")
-        assert read_text(source) == SOURCE.replace("names = \n", "names = " + expected + "\n")
+        assert read_text(source) == completed(expected)
     finally:
         pane.close()

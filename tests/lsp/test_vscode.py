@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import EDITORS_BIN, ar_completion, read_text, wait_until
+from terminal_editor import COLUMN, EDITORS_BIN, LINE, SOURCE, ar_completion, completed, read_text, wait_until
 
 VSCODE = EDITORS_BIN.parent / "vscode"
 CODE_SERVER = VSCODE / "code-server" / "node_modules" / ".bin" / "code-server"
 CHROMIUM = shutil.which("chromium")
-SOURCE = "def main(path):\n    names = \n    return names\n"
 SETTINGS = {"security.workspace.trust.enabled": False, "workbench.startupEditor": "none",
             "telemetry.telemetryLevel": "off", "extensions.autoUpdate": False, "extensions.autoCheckUpdates": False,
             "update.mode": "none"}
@@ -52,7 +51,7 @@ def test_vscode_shows_ghost_text_and_tab_accepts_it(tmp_path):
     workspace.mkdir()
     source = workspace / "main.py"
     source.write_text(SOURCE)
-    expected = ar_completion(MODEL_ARGS, source, line=2, col=13)
+    expected = ar_completion(MODEL_ARGS, source, LINE, COLUMN)
     # The extension runs `<nestling.command> lsp` (EMBEDDED[:3]: python -m nestling...): the tiny model.
     command = tmp_path / "nestling"
     command.write_text(f'#!/bin/sh\nexec {shlex.join(EMBEDDED[:3])} "$@" --embedded {shlex.join(MODEL_ARGS)}\n')
@@ -84,7 +83,7 @@ def test_vscode_shows_ghost_text_and_tab_accepts_it(tmp_path):
         assert seen["ghost"] == as_displayed(expected)
         assert seen["attempts"] <= 4, seen  # Tab accepted the ghost text in one of four rounds
         wait_until(lambda: read_text(source) != SOURCE, 30, what="the file to be saved")
-        assert read_text(source) == SOURCE.replace("names = \n", "names = " + expected + "\n")
+        assert read_text(source) == completed(expected)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
