@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,11 @@ LINE, COLUMN = 2, 13  # 1-based: the end of `    names = `, where the completion
 def completed(text: str) -> str:
     """SOURCE with `text` accepted at (LINE, COLUMN)."""
     return SOURCE.replace("names = \n", "names = " + text + "\n")
+
+
+def printable_start(text: str, limit: int = 20) -> str:
+    """The start of `text` up to its first control character: what a terminal editor shows of it as is."""
+    return re.split(r"[\x00-\x1f]", text)[0][:limit]
 
 
 def editor(name: str) -> Path | None:
@@ -74,9 +80,8 @@ class TmuxPane:
     def __init__(self, command: list[str], cwd: Path, env: dict[str, str], width: int = 120, height: int = 30):
         self.socket = str(cwd / "tmux.sock")
         self.env = env
-        shell_command = " ".join(_quote(part) for part in command)
         self._tmux("new-session", "-d", "-s", "editor", "-x", str(width), "-y", str(height), "-c", str(cwd),
-                   shell_command + "; sleep 600")  # keep the pane after an exit, so its last screen can be read
+                   shlex.join(command) + "; sleep 600")  # the pane outlives the editor: its last screen stays
 
     def _tmux(self, *args: str) -> str:
         run = subprocess.run([TMUX, "-S", self.socket, "-f", "/dev/null", *args], env=self.env,
@@ -95,7 +100,3 @@ class TmuxPane:
 
     def close(self) -> None:
         self._tmux("kill-server")
-
-
-def _quote(part: str) -> str:
-    return "'" + part.replace("'", "'\\''") + "'"

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import re
-
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import (COLUMN, EDITORS_BIN, LINE, SOURCE, TMUX, TmuxPane, ar_completion, completed, read_text,
-                             readme_block, wait_until)
+from terminal_editor import (COLUMN, EDITORS_BIN, LINE, SOURCE, TMUX, TmuxPane, ar_completion, completed,
+                             printable_start, read_text, readme_block, wait_until)
 
 EMACS = shutil.which("emacs")
 LSP_MODE = sorted(Path("/usr/share/emacs/site-lisp/elpa").glob("lsp-mode-*"))  # Debian's elpa-lsp-mode
@@ -68,7 +66,7 @@ def test_emacs_lsp_mode_10_shows_ghost_text_and_tab_accepts_it(tmp_path):
     init = tmp_path / "init.el"
     init.write_text(TEST_SETUP.format(elpa=json.dumps(str(LSP_MODE_10[-1].parent))) + snippet)
     env = dict(os.environ, HOME=str(tmp_path), TERM="xterm-256color")
-    shown_start = re.split(r"[\x00-\x1f]", expected)[0][:20]  # Emacs shows control characters as ^B
+    shown_start = printable_start(expected)  # Emacs shows control characters as ^B
     assert shown_start, "the tiny model's completion starts with a control character; pick another prompt"
 
     pane = TmuxPane([EMACS, "-nw", "-Q", "-l", str(init), "main.py"], tmp_path, env)

@@ -3,13 +3,12 @@
 
 import json
 import os
-import re
 
 import pytest
 
 from conftest import EMBEDDED, MODEL_ARGS
-from terminal_editor import (COLUMN, LINE, SOURCE, TmuxPane, ar_completion, completed, editor, read_text, readme_block,
-                             wait_until)
+from terminal_editor import (COLUMN, LINE, SOURCE, TmuxPane, ar_completion, completed, editor, printable_start,
+                             read_text, readme_block, wait_until)
 
 HELIX = editor("hx")
 
@@ -35,7 +34,7 @@ def test_helix_completion_menu_inserts_what_the_target_writes(tmp_path):
                XDG_CACHE_HOME=str(tmp_path / ".cache"))
     # The menu's label is the completion's first line; Helix leaves out control characters, so look for
     # the part before the first one.
-    label_start = re.split(r"[\x00-\x1f]", expected)[0][:20]
+    label_start = printable_start(expected)
     assert label_start, "the tiny model's completion starts with a control character; pick another prompt"
 
     pane = TmuxPane([str(HELIX), "main.py"], tmp_path, env)
