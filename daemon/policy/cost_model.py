@@ -60,10 +60,23 @@ class CostProfile:
 def profile_key(target, head) -> str:
     import transformers
 
-    device = torch.cuda.get_device_name(target.device) if target.device.type == "cuda" else platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name(target.device) if target.device.type == "cuda" else cpu_name()
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name, so a profile measured on one CPU is never used on another (a home folder shared
+    between machines, a disk image moved to another host). On Linux platform.processor() is empty."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def profile_path(key: str) -> Path:
