@@ -42,4 +42,4 @@ class TrainConfig:
     eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
     patience: int = 5  # evaluations without improvement before stopping early
     seed: int = 0
-    autocast: bool = True  # bfloat16 matmuls (float32 master weights); on for CUDA and bf16-capable CPUs
+    autocast: bool = True  # bfloat16 matmuls (float32 master weights) where the CUDA GPU or CPU has native bfloat16

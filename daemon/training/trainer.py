@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from ..models.eagle_head import EagleHead, save_head
 from ..models.kv_cache import new_cache
+from ..models.target import cpu_supports_bfloat16
 from .dataset import Batch, batches, make_batch
 from .config import TrainConfig
 from .distill import DistilledSequence
@@ -151,6 +152,16 @@ class TrainState:
     history: list[dict] = field(default_factory=list)  # one row per evaluation: the learning curve
 
 
+def compute_dtype_for(config: TrainConfig, device: torch.device) -> torch.dtype:
+    """bfloat16 matmuls where `--autocast` is on and the hardware has native bfloat16, else float32: on a CPU
+    without AVX512-BF16/AMX torch emulates bfloat16 and the head's matmuls run ~7x slower than in float32."""
+    if not config.autocast:
+        return torch.float32
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.bfloat16 if cpu_supports_bfloat16() else torch.float32
+
+
 def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: list[DistilledSequence],
                config: TrainConfig, out_dir: Path, full_lm_head: torch.Tensor, resume: bool = True,
                progress: bool = True, extra_config: dict | None = None) -> TrainState:
@@ -159,7 +170,7 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
     head.float()  # float32 master weights
-    compute_dtype = torch.bfloat16 if config.autocast else torch.float32
+    compute_dtype = compute_dtype_for(config, device)
     object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.to(compute_dtype))
     full_lm_head = full_lm_head.to(compute_dtype)
     params = [p for p in head.parameters() if p.requires_grad]

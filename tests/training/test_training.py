@@ -128,3 +128,14 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     # resuming a finished run does no more steps
     again = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
     assert again["steps"] == 6
+
+
+def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
+    from nestling.daemon.training import trainer
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(trainer, "cpu_supports_bfloat16", lambda: True)
+    assert trainer.compute_dtype_for(TrainConfig(autocast=True), cpu) == torch.bfloat16
+    assert trainer.compute_dtype_for(TrainConfig(autocast=False), cpu) == torch.float32
+    monkeypatch.setattr(trainer, "cpu_supports_bfloat16", lambda: False)  # e.g. an AVX2-only CPU: emulated, ~7x slower
+    assert trainer.compute_dtype_for(TrainConfig(autocast=True), cpu) == torch.float32
