@@ -41,6 +41,19 @@ def cpu_supports_bfloat16() -> bool:
     return any(flag in flags for flag in (" avx512_bf16", " amx_bf16", " bf16"))
 
 
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name, so a profile measured on one CPU is never used on another (a home folder shared
+    between machines, a disk image moved to another host). On Linux platform.processor() is empty."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def resolve_dtype(device: torch.device, requested: str | None = None) -> torch.dtype:
     """bfloat16 where the hardware supports it, else float32; `requested` ('float32', 'bfloat16', 'float16') wins."""
     if requested:

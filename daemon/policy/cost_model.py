@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 import torch
 
 from ..models.kv_cache import new_cache, truncate
+from ..models.target import cpu_name
 from ..models.paths import cache_dir
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
@@ -64,19 +64,6 @@ def profile_key(target, head) -> str:
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
-
-
-def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name, so a profile measured on one CPU is never used on another (a home folder shared
-    between machines, a disk image moved to another host). On Linux platform.processor() is empty."""
-    try:
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            name, _, value = line.partition(":")
-            if name.strip() in ("model name", "Model", "Hardware") and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def profile_path(key: str) -> Path:
