@@ -32,25 +32,44 @@ def resolve_device(requested: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def cpu_supports_bfloat16() -> bool:
-    """True when the CPU has native bfloat16 arithmetic (AVX512-BF16 or AMX on x86, or Arm BF16)."""
+# CPU flags that decide how fast the target's matmuls run (and so the verification cost curve).
+MATMUL_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16",
+                "amx_fp16", "bf16", "asimd", "sve", "i8mm")
+BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
+def _cpuinfo_lines(cpuinfo: Path) -> list[str]:
     try:
-        flags = Path("/proc/cpuinfo").read_text()
+        return cpuinfo.read_text(errors="replace").splitlines()
     except OSError:
+        return []
+
+
+def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
+    """The CPU's matmul-relevant instruction-set flags (sorted). Two machines that a hypervisor both names
+    plain "AMD EPYC" can differ here (AVX2 only vs. AVX512-BF16), and their cost curves differ ~7x."""
+    for line in _cpuinfo_lines(cpuinfo):
+        name, _, value = line.partition(":")
+        if name.strip() in ("flags", "Features"):
+            present = set(value.split())
+            return tuple(sorted(flag for flag in MATMUL_FLAGS if flag in present))
+    return ()
+
+
+def cpu_supports_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU has native bfloat16 arithmetic (AVX512-BF16 or AMX on x86, or Arm BF16)."""
+    if not cpuinfo.exists():
         return platform.machine() == "arm64"  # Apple silicon
-    return any(flag in flags for flag in (" avx512_bf16", " amx_bf16", " bf16"))
+    return any(flag in BFLOAT16_FLAGS for flag in cpu_features(cpuinfo))
 
 
 def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name, so a profile measured on one CPU is never used on another (a home folder shared
     between machines, a disk image moved to another host). On Linux platform.processor() is empty."""
-    try:
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            name, _, value = line.partition(":")
-            if name.strip() in ("model name", "Model", "Hardware") and value.strip():
-                return value.strip()
-    except OSError:
-        pass
+    for line in _cpuinfo_lines(cpuinfo):
+        name, _, value = line.partition(":")
+        if name.strip() in ("model name", "Model", "Hardware") and value.strip():
+            return value.strip()
     return platform.processor() or platform.machine()
 
 

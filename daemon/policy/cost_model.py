@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..models.kv_cache import new_cache, truncate
-from ..models.target import cpu_name
+from ..models.target import cpu_features, cpu_name
 from ..models.paths import cache_dir
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
@@ -60,7 +60,10 @@ class CostProfile:
 def profile_key(target, head) -> str:
     import transformers
 
-    device = torch.cuda.get_device_name(target.device) if target.device.type == "cuda" else cpu_name()
+    if target.device.type == "cuda":
+        device = torch.cuda.get_device_name(target.device)
+    else:
+        device = cpu_name() + " " + ",".join(cpu_features())
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]

@@ -1,4 +1,7 @@
-from nestling.daemon.models.target import cpu_name
+from nestling.daemon.models.target import cpu_features, cpu_name, cpu_supports_bfloat16
+
+ZEN4 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu sse avx2 fma avx512f avx512_bf16 avx512_vnni\n"
+ZEN3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu sse avx2 fma\n"
 
 
 def test_cpu_name_reads_the_model_name(tmp_path):
@@ -9,3 +12,20 @@ def test_cpu_name_reads_the_model_name(tmp_path):
 
 def test_cpu_name_falls_back_without_cpuinfo(tmp_path):
     assert cpu_name(tmp_path / "missing") != ""
+
+
+def test_cpu_features_tell_apart_cpus_with_one_name(tmp_path):
+    (tmp_path / "zen4").write_text(ZEN4)
+    (tmp_path / "zen3").write_text(ZEN3)
+    assert cpu_name(tmp_path / "zen4") == cpu_name(tmp_path / "zen3")
+    assert cpu_features(tmp_path / "zen4") == ("avx2", "avx512_bf16", "avx512_vnni", "avx512f", "fma")
+    assert cpu_features(tmp_path / "zen3") == ("avx2", "fma")
+    assert cpu_supports_bfloat16(tmp_path / "zen4")
+    assert not cpu_supports_bfloat16(tmp_path / "zen3")
+
+
+def test_arm_bfloat16_is_read_from_features(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nFeatures\t: fp asimd sve i8mm bf16\nCPU implementer\t: 0x41\n")
+    assert cpu_features(info) == ("asimd", "bf16", "i8mm", "sve")
+    assert cpu_supports_bfloat16(info)

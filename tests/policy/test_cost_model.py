@@ -14,3 +14,14 @@ def test_a_profile_from_another_cpu_model_is_not_reused(monkeypatch):
     assert profile_key(target, head) == intel
     monkeypatch.setattr(cost_model, "cpu_name", lambda: "AMD EPYC 9R14")
     assert profile_key(target, head) != intel
+
+
+def test_a_profile_from_a_cpu_with_the_same_name_but_other_instructions_is_not_reused(monkeypatch):
+    # A hypervisor names both an AVX2-only and an AVX512-BF16 machine plain "AMD EPYC"; their curves differ ~7x.
+    target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.float32)
+    head = SimpleNamespace(draft_vocab_size=32000)
+    monkeypatch.setattr(cost_model, "cpu_name", lambda: "AMD EPYC")
+    monkeypatch.setattr(cost_model, "cpu_features", lambda: ("avx2", "fma"))
+    zen3 = profile_key(target, head)
+    monkeypatch.setattr(cost_model, "cpu_features", lambda: ("avx2", "avx512_bf16", "avx512f", "fma"))
+    assert profile_key(target, head) != zen3
