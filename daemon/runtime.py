@@ -13,6 +13,7 @@ from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.errors import HeadLoadError
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
+from .policy.gate import DraftGate, GatedDrafter
 from .policy.shapes import shaped_budget
 from .policy.sizing import LatencySizer
 from .speculative.drafter import NoDrafter, TreeBudget
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 SHIPPED_HEADS_DIR = Path(__file__).parent / "models" / "heads"
 MAX_TREE_NODES = 128  # upper bound for latency-aware sizing
+GATED_MODES = ("eagle-latency", "eagle-syntax", "spec")  # the modes that know the device's costs
 
 
 def shipped_head_for(model_name: str) -> Path | None:
@@ -39,6 +41,7 @@ class Runtime:
     head_source: str  # a path, "untrained" or "none"
     budget: TreeBudget  # the tree budget of eagle-ref (the reference EAGLE-2 defaults unless overridden)
     static_buckets: tuple[int, ...] = ()  # static shapes: verified trees padded up to these sizes (GPU option)
+    draft_gate: bool = True  # latency-aware modes stop drafting while it loses on this device (policy/gate.py)
     _profile: CostProfile | None = None  # measured verification cost, loaded on first use
 
     @property
@@ -66,7 +69,15 @@ class Runtime:
             factory = lambda: MergedDrafter(EagleDrafter(head), LookupDrafter())  # noqa: E731
         else:
             factory = lambda: EagleDrafter(head)  # noqa: E731
+        if self.draft_gate and mode in GATED_MODES and head is not None:
+            factory = self._gated(factory, LookupDrafter if mode == "spec" else NoDrafter)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
+
+    def _gated(self, factory, fallback):
+        """Drafters from `factory` behind one gate shared by every sequence of the engine (same device, same
+        model: what one request measured holds for the next), falling back to `fallback`."""
+        gate = DraftGate(self.profile)
+        return lambda: GatedDrafter(factory(), fallback(), gate)
 
     def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
         """The tree budget of `mode` for a cursor in `region` (padded to static shapes when configured)."""
@@ -119,8 +130,8 @@ STATIC_BUCKETS = (16, 32, 64, 128)  # tree sizes (root included) of the static-s
 
 def load_runtime(model: str | None = None, head: str | None = None, device: str | None = None,
                  dtype: str | None = None, budget: TreeBudget | None = None, progress: bool = True,
-                 static_shapes: bool = False) -> Runtime:
+                 static_shapes: bool = False, draft_gate: bool = True) -> Runtime:
     target = load_target(model, device=device, dtype=dtype, progress=progress)
     drafter_head, source = resolve_head(target, head)
     return Runtime(target=target, head=drafter_head, head_source=source, budget=budget or TreeBudget(),
-                   static_buckets=STATIC_BUCKETS if static_shapes else ())
+                   static_buckets=STATIC_BUCKETS if static_shapes else (), draft_gate=draft_gate)

@@ -13,7 +13,8 @@ from ..modes import MODES
 from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
-                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "static_shapes", "log_level")
+                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "static_shapes",
+                 "log_level")
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -27,6 +28,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--suffix-tokens", type=int, help="prompt budget after the cursor")
     p.add_argument("--cache-limit-mb", type=int, help="model state kept across requests (all documents)")
     p.add_argument("--mode", choices=[m for m in MODES if m != "ar"], help="speculative mode (default: spec)")
+    p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false", default=None,
+                   help="draft at every step, even where drafting measures slower than plain decoding")
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
@@ -49,7 +52,8 @@ def run(args) -> int:
     logging.getLogger().setLevel(config.log_level.upper())
     try:
         asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
-                                                        static_shapes=config.static_shapes)))
+                                                        static_shapes=config.static_shapes,
+                                                        draft_gate=config.draft_gate)))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,7 @@ class ServiceConfig:
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
+    draft_gate: bool = True  # stop drafting while it costs more than it gains on this device (measured acceptance)
     static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
     log_level: str = "warning"  # debug, info, warning or error
 
@@ -84,6 +85,9 @@ def _validate(config: ServiceConfig) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or value < 0:
             raise ValueError(f"setting {name} must be a non-negative integer, not {value!r}")
+    for name in ("allow_remote", "draft_gate", "static_shapes"):
+        if not isinstance(getattr(config, name), bool):
+            raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
     if config.max_tokens > config.max_tokens_limit:
         raise ValueError("setting max_tokens exceeds max_tokens_limit")
     if config.log_level not in ("debug", "info", "warning", "error"):
