@@ -26,6 +26,8 @@ class ModeResult:
     total_ms: float = 0.0  # including prefill
     forwards: int = 0  # verify forwards
     emitted: int = 0  # tokens output by verify forwards (accepted + bonus)
+    steps: int = 0  # decode steps whose tree is known (peer baselines report none)
+    drafted: int = 0  # of those, steps that verified more than the root (the draft gate skips some)
     identical: int = 0  # prompts whose output equals the baseline's
     prompts: int = 0
     accepted_lengths: list[int] = field(default_factory=list)  # accepted + bonus, one per verify forward
@@ -40,6 +42,8 @@ class ModeResult:
         self.forwards += stats.target_forwards
         self.emitted += sum(stats.accepted_lengths)
         self.accepted_lengths.extend(stats.accepted_lengths)
+        self.steps += len(stats.tree_sizes)
+        self.drafted += sum(size > 1 for size in stats.tree_sizes)
         self.identical += int(same_as_baseline)
 
     @property
@@ -67,6 +71,7 @@ class ModeResult:
             # how deep the accepted paths go: what the region shape priors (policy/shapes.py) are read from
             "accepted_length_p50": percentile(self.accepted_lengths, 0.5),
             "accepted_length_p90": percentile(self.accepted_lengths, 0.9),
+            "drafted_steps": round(self.drafted / self.steps, 3) if self.steps else None,
         }
 
 
@@ -135,16 +140,18 @@ def _first_difference(tokens: list[int], reference: list[int]) -> int | None:
 def format_table(results: dict[str, ModeResult], by_region: bool = False) -> str:
     baseline = next(iter(results.values()))
     header = (f"{'mode':<14}{'region':<13}{'prompts':>8}{'tokens':>8}{'tau':>7}{'decode tok/s':>14}"
-              f"{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}{'accepted p50/p90':>18}")
+              f"{'e2e tok/s':>11}{'speedup':>9}{'identical':>11}{'accepted p50/p90':>18}{'drafted':>9}")
     lines = [header, "-" * len(header)]
 
     def row(result: ModeResult, base: ModeResult | None, region: str) -> str:
         data = result.summary(base)
         speedup = f"{data['speedup_vs_baseline']:.2f}x" if data["speedup_vs_baseline"] else "-"
+        drafted = f"{data['drafted_steps']:.0%}" if data["drafted_steps"] is not None else "-"
         return (f"{data['mode']:<14}{region:<13}{data['prompts']:>8}{data['tokens']:>8}{data['tau']:>7.2f}"
                 f"{data['decode_tokens_per_s']:>14.2f}{data['total_tokens_per_s']:>11.2f}{speedup:>9}"
                 f"{data['identical_to_baseline']:>11}"
-                f"{str(data['accepted_length_p50']) + '/' + str(data['accepted_length_p90']):>18}")
+                f"{str(data['accepted_length_p50']) + '/' + str(data['accepted_length_p90']):>18}"
+                f"{drafted:>9}")
 
     for result in results.values():
         lines.append(row(result, baseline, "all"))

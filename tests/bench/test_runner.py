@@ -92,3 +92,17 @@ def test_outputs_are_compared_with_the_baseline_whatever_ran_first():
     assert flags == [True, False, True, True, True]
     assert results["lookup"].per_prompt[1]["first_difference"] == 0
     assert [row["id"] for row in results["spec"].per_prompt] == [p.id for p in PROMPTS]
+
+
+def test_the_share_of_drafted_steps_counts_trees_larger_than_the_root():
+    from nestling.daemon.bench.runner import ModeResult, format_table
+
+    gated = ModeResult("spec")
+    gated.add(GenerationStats(new_tokens=6, target_forwards=4, accepted_lengths=[1, 2, 1, 2], tree_sizes=[1, 5, 1, 9],
+                              first_token_ms=1.0, total_ms=5.0), True)
+    peer = ModeResult("hf-greedy")
+    peer.add(GenerationStats(new_tokens=6, first_token_ms=1.0, total_ms=5.0), True)
+    assert gated.summary(None)["drafted_steps"] == 0.5
+    assert peer.summary(None)["drafted_steps"] is None
+    table = format_table({"spec": gated, "hf-greedy": peer})
+    assert table.splitlines()[2].endswith("50%") and table.splitlines()[3].endswith("-")
