@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 
 from .context.syntax import Region
@@ -70,14 +71,9 @@ class Runtime:
         else:
             factory = lambda: EagleDrafter(head)  # noqa: E731
         if self.draft_gate and mode in GATED_MODES and head is not None:
-            factory = self._gated(factory, LookupDrafter if mode == "spec" else NoDrafter)
+            fallbacks = (LookupDrafter, NoDrafter) if mode == "spec" else (NoDrafter,)
+            factory = gated(factory, *fallbacks)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
-
-    def _gated(self, factory, fallback):
-        """Drafters from `factory` behind one gate shared by every sequence of the engine (same device, same
-        model: what one request measured holds for the next), falling back to `fallback`."""
-        gate = DraftGate(self.profile)
-        return lambda: GatedDrafter(factory(), fallback(), gate)
 
     def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
         """The tree budget of `mode` for a cursor in `region` (padded to static shapes when configured)."""
@@ -103,6 +99,13 @@ class Runtime:
             "dtype": str(self.target.dtype).removeprefix("torch."),
             "head": self.head_source,
         }
+
+
+def gated(*factories) -> Callable[[], GatedDrafter]:
+    """Drafters whose arms come from `factories` (richest first), behind one gate shared by every sequence of
+    the engine: same device, same model, so what one request measured holds for the next."""
+    gate = DraftGate(len(factories))
+    return lambda: GatedDrafter([factory() for factory in factories], gate)
 
 
 def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | None, str]:

@@ -52,7 +52,6 @@ def select(root: int, candidates: Candidates, budget: TreeBudget, draft_steps: i
     if budget.sizer is not None and candidates.count:
         size = budget.sizer.best_size(sorted_values(candidates), draft_steps, budget.total_tokens)
     tree = select_tree(root, candidates, size)
-    tree.draft_steps = draft_steps
     if budget.buckets:
         fitting = [b for b in sorted(budget.buckets) if b >= tree.size]
         if not fitting:  # larger than every bucket: keep the best nodes that fit the largest

@@ -35,7 +35,6 @@ class DraftTree:
     log_probs: torch.Tensor  # [W] float32 cumulative draft log-probability of the path to each node; 0 at root
     sources: torch.Tensor | None = None  # [W] int8 which drafter proposed each node (0 = model head, 1 = lookup)
     inert: torch.Tensor | None = None  # [W] bool padding nodes (static shapes): verified, never accepted
-    draft_steps: int = 0  # drafter model forwards (EAGLE head steps) spent drafting this tree
     _ancestors: torch.Tensor | None = field(default=None, repr=False)  # [W, W] bool cache
 
     @property
@@ -175,5 +174,4 @@ def pad_to(tree: DraftTree, size: int) -> DraftTree:
         sources=None if tree.sources is None else torch.cat(
             [tree.sources, torch.zeros(extra, dtype=tree.sources.dtype, device=device)]),
         inert=inert,
-        draft_steps=tree.draft_steps,
     )
