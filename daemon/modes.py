@@ -4,8 +4,10 @@ MODE_HELP = {
     "ar": "plain autoregressive decoding (the baseline)",
     "lookup": "prompt-lookup drafting alone (n-gram continuations, up to 10 tokens)",
     "eagle-ref": "EAGLE-2 with the reference fixed tree (top_k 10, depth 7, 60 nodes)",
-    "eagle-latency": "EAGLE-2 sized by the measured verification cost",
+    "eagle-latency": "EAGLE-2 sized by the measured verification cost, drafting only while it measures faster than "
+                     "plain decoding (the draft gate)",
     "eagle-syntax": "EAGLE-2 sized by cost and shaped by the syntax region at the cursor",
-    "spec": "the full policy: eagle-syntax plus lookup branches (default)",
+    "spec": "the full policy: eagle-syntax plus lookup branches, gated against lookup alone and plain decoding "
+            "(default)",
 }
 MODES = tuple(MODE_HELP)
