@@ -1,8 +1,8 @@
 """The draft gate: draft only while drafting is measured to pay.
 
 The latency-aware sizer picks the best tree *once the head has run*, trusting the head's own
-probabilities and the cost profile. Two things it cannot see: the draft steps already spent, and how
-often the target really accepts. Where verifying even two tokens costs nearly twice one (a CPU without
+probabilities and the cost profile. Two things it cannot weigh: not drafting at all (by then the head's
+first step is spent), and how often the target really accepts. Where verifying even two tokens costs nearly twice one (a CPU without
 bfloat16 matmuls, in float32: BENCHMARKS.md), or where the head guesses badly on this code, a drafted
 step can lose to a plain one however well it is sized.
 
@@ -68,12 +68,9 @@ class DraftGate:
         """The arm of the next step: an unmeasured one, else one due for a probe, else the best."""
         unmeasured = [i for i, arm in enumerate(self.arms) if arm.steps == 0]
         best = self.best()
-        chosen = unmeasured[0] if unmeasured else best
-        if not unmeasured:
-            due = [i for i, arm in enumerate(self.arms) if i != best and arm.idle >= arm.backoff]
-            if due:
-                chosen = due[0]
-                self.arms[chosen].probing = True
+        due = [i for i, arm in enumerate(self.arms) if i != best and arm.idle >= arm.backoff]
+        chosen = (unmeasured or due or [best])[0]
+        self.arms[chosen].probing = not unmeasured and chosen != best
         for i, arm in enumerate(self.arms):
             arm.idle = 0 if i == chosen else arm.idle + 1
         return chosen
