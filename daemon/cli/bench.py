@@ -31,6 +31,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
     p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false",
                    help="eagle-latency, eagle-syntax and spec draft at every step (the gate's ablation)")
+    p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
+                   help="keep the weights in torch's layout (the packing's ablation)")
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
@@ -76,13 +78,14 @@ def run(args) -> int:
         raise ValueError("--max-tokens must be at least 1")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
-    runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate)
+    runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate,
+                           packed_weights=args.packed_weights)
     results = run_bench(runtime, modes, prompts, args.max_tokens)
     baseline = next(iter(results.values()))
     report = {
         "environment": environment(runtime),
         "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "eagle_ref_tree": vars(budget),
-                     "draft_gate": args.draft_gate,
+                     "draft_gate": args.draft_gate, "packed_weights": runtime.target.packed_weights,
                      "sources": [str(s) for s in (args.sources or [DEFAULT_PROMPTS])]},
         "modes": [r.summary(baseline) for r in results.values()],
         "by_region": {region: [r.by_region[region].summary(baseline.by_region.get(region))

@@ -14,6 +14,8 @@ def add_parser(sub, add_model_options) -> None:
                         "non-decreasing (default 7)")
     p.add_argument("--plot", type=Path, help="write a PNG of the curve (needs matplotlib)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
+                   help="measure with the weights in torch's layout (by default packed for oneDNN where that pays)")
     add_model_options(p)
 
 
@@ -53,7 +55,7 @@ def run(args) -> int:
 
     if args.context < 2 or args.repeats < 1:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
-    runtime = load_runtime(args.model, args.head, args.device, args.dtype)
+    runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights)
     with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
         profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
                           repeats=args.repeats, progress=bar.update)
@@ -62,10 +64,11 @@ def run(args) -> int:
     if args.plot:
         plot_curve(profile, args.plot)
     if args.json:
-        print(json.dumps({"path": str(path), "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
+        print(json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights, "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
         return 0
-    print(f"{runtime.target.name} on {runtime.target.device} ({runtime.target.dtype}), context {args.context}, "
+    packed = ", weights packed for oneDNN" if runtime.target.packed_weights else ""
+    print(f"{runtime.target.name} on {runtime.target.device} ({runtime.target.dtype}{packed}), context {args.context}, "
           f"saved to {path}")
     print("W:  " + "".join(f"{w:>8}" for w in profile.verify_ms))
     print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))

@@ -13,7 +13,8 @@ from ..modes import MODES
 from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
-                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "static_shapes",
+                 "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",
+                 "static_shapes",
                  "log_level")
 
 
@@ -30,6 +31,9 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--mode", choices=[m for m in MODES if m != "ar"], help="speculative mode (default: spec)")
     p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false", default=None,
                    help="draft at every step, even where drafting measures slower than plain decoding")
+    p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false", default=None,
+                   help="keep the weights in torch's layout (by default they are packed for oneDNN where that "
+                        "gives the same results faster: bfloat16 on a CPU)")
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
@@ -53,7 +57,8 @@ def run(args) -> int:
     try:
         asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
                                                         static_shapes=config.static_shapes,
-                                                        draft_gate=config.draft_gate)))
+                                                        draft_gate=config.draft_gate,
+                                                        packed_weights=config.packed_weights)))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2

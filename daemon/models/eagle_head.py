@@ -22,6 +22,7 @@ from torch import nn
 
 from .attention import attention_implementation
 from .errors import HeadLoadError
+from .packed_linear import PackedLinear, pack_linears, packing_supported
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -78,6 +79,7 @@ class EagleHead(nn.Module):
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._target_embed: nn.Module | None = None
         self._draft_lm_weight: torch.Tensor | None = None
+        self._draft_lm_packed: PackedLinear | None = None  # set by pack_for_inference
 
     @property
     def input_norm(self) -> bool:
@@ -135,7 +137,18 @@ class EagleHead(nn.Module):
 
     def draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits over the draft vocabulary, float32: [..., Vd]."""
+        if self._draft_lm_packed is not None:
+            return self._draft_lm_packed(hidden).float()
         return torch.nn.functional.linear(hidden, self._draft_lm_weight).float()
+
+    def pack_for_inference(self) -> int:
+        """Pack the head's matrices for oneDNN (models/packed_linear.py); after attach, never for training.
+        Returns how many were packed."""
+        count = pack_linears(self)
+        if self._draft_lm_weight is not None and packing_supported(self._draft_lm_weight):
+            object.__setattr__(self, "_draft_lm_packed", PackedLinear(self._draft_lm_weight))
+            count += 1
+        return count
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids if self.draft_to_target is None else self.draft_to_target[draft_ids]

@@ -95,6 +95,7 @@ class TargetModel:
     name: str  # what the user asked for, for stats and errors
     stop_token_ids: tuple[int, ...] = ()  # generation stops at any of these
     fim_tokens: tuple[str, str, str] | None = None  # (prefix, suffix, middle) markers, if the model has them
+    packed_weights: bool = False  # linear weights packed for oneDNN (models/packed_linear.py); set by pack_weights
     _cache_kwarg: str = field(init=False, default="cache")
 
     def __post_init__(self) -> None:

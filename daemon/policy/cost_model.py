@@ -65,7 +65,8 @@ def profile_key(target, head) -> str:
     else:
         device = cpu_name() + " " + ",".join(cpu_features())
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
-             str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD]
+             str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
+             "packed" if getattr(target, "packed_weights", False) else "unpacked"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -161,7 +162,7 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
         draft_step_ms=round(draft_ms, 3),
         measured={"medians_ms": {size: round(ms, 3) for size, ms in zip(sizes, medians)}, "method": METHOD,
                   "model": target.name, "device": str(target.device), "dtype": str(target.dtype),
-                  "torch": torch.__version__, "transformers": transformers.__version__,
+                  "packed_weights": getattr(target, "packed_weights", False), "torch": torch.__version__, "transformers": transformers.__version__,
                   "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S")},
     )
 

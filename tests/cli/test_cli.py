@@ -83,6 +83,7 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
         assert modes[mode]["identical_to_baseline"] == "3/3"
     assert modes["spec"]["speedup_vs_baseline"] is not None
     assert report["settings"]["draft_gate"] is True
+    assert report["settings"]["packed_weights"] is False  # float32: packing is for bfloat16 only
 
 
 def test_bench_lookup_reads_a_distilled_cache(tmp_path):

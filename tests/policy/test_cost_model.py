@@ -25,3 +25,11 @@ def test_a_profile_from_a_cpu_with_the_same_name_but_other_instructions_is_not_r
     zen3 = profile_key(target, head)
     monkeypatch.setattr(cost_model, "cpu_features", lambda: ("avx2", "avx512_bf16", "avx512f", "fma"))
     assert profile_key(target, head) != zen3
+
+
+def test_a_profile_measured_without_packed_weights_is_not_reused_with_them():
+    target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=False)
+    head = SimpleNamespace(draft_vocab_size=32000)
+    plain = profile_key(target, head)
+    target.packed_weights = True
+    assert profile_key(target, head) != plain
