@@ -1,8 +1,9 @@
 """The grouped-head attention computes what transformers' SDPA attention computes, without the K/V copies."""
 
+import pytest
 import torch
 
-from nestling.daemon.models.attention import ATTENTION
+from nestling.daemon.models.attention import ATTENTION, FOLD_MAX_QUERIES, folded_sdpa, grouped_sdpa_attention
 from nestling.daemon.models.kv_cache import new_cache
 from nestling.daemon.speculative.masks import block_mask
 from tiny import tiny_target
@@ -31,3 +32,52 @@ def test_masked_forward_equals_transformers_sdpa():
     target.config._attn_implementation = ATTENTION
     for ours, reference in zip(results[ATTENTION], results["sdpa"]):
         torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-5)
+
+
+class Grouped(torch.nn.Module):
+    num_key_value_groups = 7  # Qwen2.5-0.5B: 14 query heads over 2 key/value heads
+
+
+def reference(query, key, value, mask):
+    """transformers' way: every key/value head copied once per query head of its group."""
+    repeat = query.shape[1] // key.shape[1]
+    return torch.nn.functional.scaled_dot_product_attention(
+        query, key.repeat_interleave(repeat, 1), value.repeat_interleave(repeat, 1), attn_mask=mask, scale=0.125
+    ).transpose(1, 2)
+
+
+# (queries, keys, batch, masked): a plain decoding step (unmasked), the head's frontier and trees of a few
+# sizes (masked; batch 2 as in batched distillation), and a masked block too long to fold (enable_gqa path).
+# Unmasked blocks of several queries are causal prefill, transformers' own path.
+CASES = [(1, 40, 1, False), (1, 300, 2, False), (1, 40, 1, True), (5, 40, 1, True), (16, 300, 2, True),
+         (FOLD_MAX_QUERIES + 3, 200, 1, True)]
+
+
+@pytest.mark.parametrize("rows,kv,batch,masked", CASES)
+def test_folded_query_heads_compute_what_copied_key_value_heads_compute(rows, kv, batch, masked):
+    generator = torch.Generator().manual_seed(rows)
+    query = torch.randn(batch, 14, rows, 64, generator=generator)
+    key, value = (torch.randn(batch, 2, kv, 64, generator=generator) for _ in range(2))
+    mask = None
+    if masked:  # a random tree-like mask: every row sees the prefix and some of the block, itself included
+        allowed = torch.rand(batch, 1, rows, kv, generator=generator) < 0.5
+        allowed[..., : kv - rows] = True
+        allowed[..., kv - rows :] |= torch.eye(rows, dtype=torch.bool)
+        mask = torch.zeros(batch, 1, rows, kv).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    output, _ = grouped_sdpa_attention(Grouped(), query, key, value, mask, scaling=0.125)
+    assert output.shape == (batch, rows, 14, 64) and output.is_contiguous()
+    torch.testing.assert_close(output, reference(query, key, value, mask), rtol=1e-5, atol=1e-5)
+
+
+def test_a_folded_row_does_not_depend_on_the_rows_beside_it():
+    """A verify forward attends a block of tree rows at once: each row must come out the same bits as it would
+    alone over the same keys, whatever else the tree holds."""
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(1, 14, 12, 64, generator=generator)
+    key, value = (torch.randn(1, 2, 100, 64, generator=generator) for _ in range(2))
+    mask = torch.zeros(1, 1, 12, 100)
+    mask[..., 88:] = torch.triu(torch.full((12, 12), torch.finfo(torch.float32).min), 1)
+    block = folded_sdpa(query, key, value, mask, 0.125)
+    for row in range(12):
+        alone = folded_sdpa(query[:, :, row : row + 1], key, value, mask[:, :, row : row + 1], 0.125)
+        assert torch.equal(alone, block[:, :, row : row + 1])
