@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Verify-forward ms with transformers' "sdpa" attention vs nestling's grouped-head attention, on the default
-model, interleaved rounds after a 400-token context. Usage: python scripts/compare-attention.py [ROUNDS]"""
+model, interleaved rounds after a 400- and a 1,700-token context (a short prompt, and the daemon's default
+prompt budget). Usage: python scripts/compare-attention.py [ROUNDS]"""
 
 import json
 import statistics
@@ -13,20 +14,22 @@ from nestling.daemon.policy.cost_model import verify_medians
 from nestling.daemon.runtime import load_runtime
 from nestling.daemon.speculative.stats import Clock
 
-SIZES = (1, 8, 16, 32)
-CONTEXT = 400
+SIZES = (1, 4, 16, 32)
+CONTEXTS = (400, 1700)
 
 
 def main(rounds: int) -> None:
     target = load_runtime(head="none", progress=False).target
-    context = torch.randint(0, 30000, (1, CONTEXT), generator=torch.Generator().manual_seed(0)).to(target.device)
+    tokens = torch.randint(0, 30000, (1, max(CONTEXTS)), generator=torch.Generator().manual_seed(0))
     clock = Clock(target.device)
     samples: dict[str, list[float]] = {}
     for _ in range(rounds):  # the two implementations alternate, so load from elsewhere hits both alike
-        for implementation in ("sdpa", ATTENTION):
-            target.config._attn_implementation = implementation
-            for size, ms in zip(SIZES, verify_medians(target, context, SIZES, 1, clock)):
-                samples.setdefault(f"W={size} {implementation}", []).append(ms)
+        for length in CONTEXTS:
+            context = tokens[:, :length].to(target.device)
+            for implementation in ("sdpa", ATTENTION):
+                target.config._attn_implementation = implementation
+                for size, ms in zip(SIZES, verify_medians(target, context, SIZES, 1, clock)):
+                    samples.setdefault(f"context={length} W={size} {implementation}", []).append(ms)
     target.config._attn_implementation = ATTENTION
     print(json.dumps({key: round(statistics.median(values), 1) for key, values in samples.items()}, indent=1))
 
