@@ -46,11 +46,12 @@ def reference(query, key, value, mask):
     ).transpose(1, 2)
 
 
-# (queries, keys, batch, masked): a plain decoding step (unmasked), the head's frontier and trees of a few
-# sizes (masked; batch 2 as in batched distillation), and a masked block too long to fold (enable_gqa path).
+# (queries, keys, batch, mask): a plain decoding step (no mask), the head's frontier and trees of a few sizes
+# (additive masks; batch 2 as in batched distillation, whose padding masks are boolean), and a masked block too
+# long to fold (enable_gqa path).
 # Unmasked blocks of several queries are causal prefill, transformers' own path.
-CASES = [(1, 40, 1, False), (1, 300, 2, False), (1, 40, 1, True), (5, 40, 1, True), (16, 300, 2, True),
-         (FOLD_MAX_QUERIES + 3, 200, 1, True)]
+CASES = [(1, 40, 1, None), (1, 300, 2, None), (1, 40, 1, "additive"), (5, 40, 1, "additive"),
+         (16, 300, 2, "additive"), (6, 50, 2, "boolean"), (FOLD_MAX_QUERIES + 3, 200, 1, "additive")]
 
 
 @pytest.mark.parametrize("rows,kv,batch,masked", CASES)
@@ -63,7 +64,8 @@ def test_folded_query_heads_compute_what_copied_key_value_heads_compute(rows, kv
         allowed = torch.rand(batch, 1, rows, kv, generator=generator) < 0.5
         allowed[..., : kv - rows] = True
         allowed[..., kv - rows :] |= torch.eye(rows, dtype=torch.bool)
-        mask = torch.zeros(batch, 1, rows, kv).masked_fill(~allowed, torch.finfo(torch.float32).min)
+        mask = allowed if masked == "boolean" else torch.zeros(batch, 1, rows, kv).masked_fill(
+            ~allowed, torch.finfo(torch.float32).min)  # transformers builds boolean masks for padded batches
     output, _ = grouped_sdpa_attention(Grouped(), query, key, value, mask, scaling=0.125)
     assert output.shape == (batch, rows, 14, 64) and output.is_contiguous()
     torch.testing.assert_close(output, reference(query, key, value, mask), rtol=1e-5, atol=1e-5)
