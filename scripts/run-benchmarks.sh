@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduce the measurements in BENCHMARKS.md on this machine: JSON and PNGs land in benchmarks/.
-# Runs everything side by side in single processes; ~75 minutes on a 2-core CPU. Needs nestling[dev,bench].
+# Runs everything side by side in single processes; ~95 minutes on a 2-core CPU. Needs nestling[dev,bench].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks
@@ -12,6 +12,15 @@ nestling profile --plot "$out/verify_cost.png" --json | tee "$out/profile.json"
 
 step "matrix products: plain bfloat16 against prepacked, row-by-row and int8 ways (speed, batch independence)"
 python scripts/compare-matmul.py 9 > "$out/compare_matmul.json"
+
+step "attention: transformers' sdpa against folded query heads, after 400 and 1,700 tokens"
+python scripts/compare-attention.py 6 > "$out/compare_attention.json"
+
+step "packed weights against torch's layout (the cost curve, and HumanEval in two runs)"
+nestling profile --no-packed-weights --json | tee "$out/profile_unpacked.json"
+nestling bench humaneval --ablation --limit 8 --max-tokens 64 --out "$out/ablation_humaneval_packed.json"
+nestling bench humaneval --ablation --limit 8 --max-tokens 64 --no-packed-weights \
+  --out "$out/ablation_humaneval_unpacked.json"
 
 step "first numbers: AR vs speculative with an untrained head"
 nestling bench --head untrained --modes ar,eagle-ref --per-file 1 --limit 8 --out "$out/untrained_head.json"
