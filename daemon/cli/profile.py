@@ -64,7 +64,8 @@ def run(args) -> int:
     if args.plot:
         plot_curve(profile, args.plot)
     if args.json:
-        print(json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights, "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
+        print(json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights,
+                          "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
         return 0
     packed = ", weights packed for oneDNN" if runtime.target.packed_weights else ""

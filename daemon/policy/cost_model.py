@@ -162,7 +162,8 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
         draft_step_ms=round(draft_ms, 3),
         measured={"medians_ms": {size: round(ms, 3) for size, ms in zip(sizes, medians)}, "method": METHOD,
                   "model": target.name, "device": str(target.device), "dtype": str(target.dtype),
-                  "packed_weights": getattr(target, "packed_weights", False), "torch": torch.__version__, "transformers": transformers.__version__,
+                  "packed_weights": getattr(target, "packed_weights", False),
+                  "torch": torch.__version__, "transformers": transformers.__version__,
                   "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S")},
     )
 
