@@ -52,11 +52,24 @@ def readme_block(marker: str) -> str:
 
 
 def ar_completion(model_args: list[str], file: Path, line: int, col: int) -> str:
-    """What the target alone writes at (line, col), 1-based: `nestling complete --mode ar`."""
+    """What the target alone writes at (line, col), 1-based (`nestling complete --mode ar`), cut where the daemon
+    cuts it for display (the end of the line or block, a NUL: daemon/service/postprocess.py): what the editor
+    must show. The tiny model's text depends on its tokenizer, trained on this repo's sources, so any edit to
+    them can move a newline or a NUL into it."""
+    from nestling.daemon.context.fim import split_at
+    from nestling.daemon.context.languages import find_language
+    from nestling.daemon.context.syntax import SyntaxDocument
+    from nestling.daemon.service.postprocess import CursorContext, finalize, line_mode
+
     command = [sys.executable, "-m", "nestling.daemon.cli.main", "complete", *model_args, "--mode", "ar",
                "--json", "--line", str(line), "--col", str(col), str(file)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(run.stdout)["text"]
+    text = read_text(file)
+    prefix, suffix = split_at(text, line - 1, col - 1)
+    language = find_language(None, str(file))
+    region = SyntaxDocument(text, language).region_at(len(prefix))
+    context = CursorContext.from_text(prefix, suffix, region, brace_language=False)  # the tests complete Python
+    return finalize(json.loads(run.stdout)["text"], context, line_mode("auto", context))
 
 
 def read_text(path: Path) -> str:
