@@ -25,6 +25,19 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 ATTENTION = "nestling_sdpa"
 FOLD_MAX_QUERIES = 128  # fold query heads into rows up to this many queries (the largest verified tree)
+# Every layer of a forward gets the same mask object: repeat it once per forward, not once per layer.
+_last_folded: tuple[torch.Tensor, int, torch.Tensor] | None = None  # (mask, groups, mask repeated per head)
+
+
+def _folded_mask(attention_mask: torch.Tensor, groups: int) -> torch.Tensor:
+    """[B, 1, q, kv] -> [B, 1, groups * q, kv]: row g * q + i is query i's row, for each folded head g."""
+    global _last_folded
+    last = _last_folded  # one read: another thread may replace it, never half of it
+    if last is not None and last[0] is attention_mask and last[1] == groups:
+        return last[2]
+    folded = attention_mask.repeat(1, 1, groups, 1)
+    _last_folded = (attention_mask, groups, folded)
+    return folded
 
 
 def folded_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None,
@@ -34,7 +47,7 @@ def folded_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, att
     batch, heads, rows, dim = query.shape
     groups = heads // key.shape[1]
     folded = query.reshape(batch, key.shape[1], groups * rows, dim)  # row g * q + i: head (group, g), query i
-    mask = None if attention_mask is None else attention_mask.repeat(1, 1, groups, 1)
+    mask = None if attention_mask is None else _folded_mask(attention_mask, groups)
     output = torch.nn.functional.scaled_dot_product_attention(folded, key, value, attn_mask=mask, scale=scaling)
     return output.reshape(batch, heads, rows, dim)
 

@@ -141,14 +141,11 @@ class EagleHead(nn.Module):
             return self._draft_lm_packed(hidden).float()
         return torch.nn.functional.linear(hidden, self._draft_lm_weight).float()
 
-    def pack_for_inference(self) -> int:
-        """Pack the head's matrices for oneDNN (models/packed_linear.py); after attach, never for training.
-        Returns how many were packed."""
-        count = pack_linears(self)
+    def pack_for_inference(self) -> None:
+        """Pack the head's matrices for oneDNN (models/packed_linear.py); after attach, never for training."""
+        pack_linears(self)
         if self._draft_lm_weight is not None and packing_supported(self._draft_lm_weight):
             object.__setattr__(self, "_draft_lm_packed", PackedLinear(self._draft_lm_weight))
-            count += 1
-        return count
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids if self.draft_to_target is None else self.draft_to_target[draft_ids]

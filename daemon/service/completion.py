@@ -19,10 +19,9 @@ from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from .config import ServiceConfig
-from .postprocess import CursorContext, block_end, finalize, line_mode
+from .postprocess import block_end, cursor_context, finalize, line_mode
 from .sessions import SessionStore
 
-BRACE_LANGUAGES = {"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp"}
 LINE_MODES = ("auto", "single", "multi")
 
 
@@ -153,7 +152,7 @@ class CompletionService:
         prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
                                   path=request.uri, budget=self.budget, sticky_start=session.prefix_start)
         session.prefix_start = prompt.prefix_start
-        context = CursorContext.from_text(prefix, suffix, region, bool(language and language.name in BRACE_LANGUAGES))
+        context = cursor_context(prefix, suffix, region, language)
         shape = line_mode(request.line_mode, context)
         mode = self.config.mode if request.mode == "spec" else "ar"
         engine = self._engine(mode)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..context.syntax import Region
 
 BLOCK_OPENERS = (":", "{", "(", "[", "=>", "->")
+BRACE_LANGUAGES = {"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp"}  # brackets delimit blocks
 BRACKETS = {")": "(", "]": "[", "}": "{"}
 
 
@@ -31,6 +32,11 @@ class CursorContext:
         after_lines = suffix.split("\n")
         previous = next((line for line in reversed(before_lines[:-1]) if line.strip()), "")
         return cls(before_lines[-1], after_lines[0], previous, tuple(after_lines[1:6]), region, brace_language)
+
+
+def cursor_context(prefix: str, suffix: str, region: Region, language) -> CursorContext:
+    """The context of a cursor between `prefix` and `suffix` in a document of `language` (a Language, or None)."""
+    return CursorContext.from_text(prefix, suffix, region, bool(language and language.name in BRACE_LANGUAGES))
 
 
 def _indent(line: str) -> int:

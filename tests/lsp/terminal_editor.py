@@ -59,7 +59,7 @@ def ar_completion(model_args: list[str], file: Path, line: int, col: int) -> str
     from nestling.daemon.context.fim import split_at
     from nestling.daemon.context.languages import find_language
     from nestling.daemon.context.syntax import SyntaxDocument
-    from nestling.daemon.service.postprocess import CursorContext, finalize, line_mode
+    from nestling.daemon.service.postprocess import cursor_context, finalize, line_mode
 
     command = [sys.executable, "-m", "nestling.daemon.cli.main", "complete", *model_args, "--mode", "ar",
                "--json", "--line", str(line), "--col", str(col), str(file)]
@@ -68,7 +68,7 @@ def ar_completion(model_args: list[str], file: Path, line: int, col: int) -> str
     prefix, suffix = split_at(text, line - 1, col - 1)
     language = find_language(None, str(file))
     region = SyntaxDocument(text, language).region_at(len(prefix))
-    context = CursorContext.from_text(prefix, suffix, region, brace_language=False)  # the tests complete Python
+    context = cursor_context(prefix, suffix, region, language)
     return finalize(json.loads(run.stdout)["text"], context, line_mode("auto", context))
 
 

@@ -83,3 +83,15 @@ def test_a_folded_row_does_not_depend_on_the_rows_beside_it():
     for row in range(12):
         alone = folded_sdpa(query[:, :, row : row + 1], key, value, mask[:, :, row : row + 1], 0.125)
         assert torch.equal(alone, block[:, :, row : row + 1])
+
+
+def test_a_mask_is_folded_once_for_all_layers_of_a_forward():
+    from nestling.daemon.models.attention import _folded_mask
+
+    mask = torch.zeros(1, 1, 3, 10)
+    mask[..., 7:] = torch.triu(torch.full((3, 3), -1e9), 1)
+    folded = _folded_mask(mask, 7)
+    assert folded.shape == (1, 1, 21, 10) and torch.equal(folded[:, :, 3:6], mask)
+    assert _folded_mask(mask, 7) is folded  # the next layer, same mask object: no second copy
+    other = mask.clone()
+    assert _folded_mask(other, 7) is not folded and torch.equal(_folded_mask(other, 7), folded)
