@@ -15,11 +15,14 @@ packs. A packed model must be used only through its modules' forward.
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 
 import torch
 from torch import nn
+
+log = logging.getLogger(__name__)
 
 
 def packing_supported(weight: torch.Tensor) -> bool:
@@ -87,8 +90,12 @@ def packing_pays(weight: torch.Tensor, repeats: int = 7, clock=time.perf_counter
     if not packing_supported(weight):
         return False
     with torch.no_grad():
-        packed = pack_weight(weight)
-        if not same_bits(weight, packed):
+        try:  # torch's own internal ops: a build or CPU they do not serve must cost speed, never the load
+            packed = pack_weight(weight)
+            if not same_bits(weight, packed):
+                return False
+        except RuntimeError as exc:
+            log.warning("weights not packed: oneDNN refused (%s)", exc)
             return False
         x = torch.randn(1, weight.shape[1]).to(weight.dtype)
         products = (lambda: torch.nn.functional.linear(x, weight),

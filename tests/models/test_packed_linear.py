@@ -60,6 +60,11 @@ def test_packing_is_refused_for_float32_weights_or_when_it_measures_slower(monke
     monkeypatch.setattr(packed_linear, "same_bits", lambda weight, packed: False)
     assert not packing_pays(weight, clock=clock_where(0.002, 0.001))
 
+    def refused(weight, packed):
+        raise RuntimeError("unsupported")
+    monkeypatch.setattr(packed_linear, "same_bits", refused)  # the model loads unpacked, with a warning
+    assert not packing_pays(weight, clock=clock_where(0.002, 0.001))
+
 
 def bfloat16_pair():
     target = tiny_target("qwen2", stop_ids=(VOCAB - 1,))
