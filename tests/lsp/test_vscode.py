@@ -40,8 +40,11 @@ def serving(url: str) -> bool:
 
 
 def as_displayed(text: str) -> str:
-    """Text as VS Code draws it: control characters as their Unicode control pictures (\\x02 -> U+2402)."""
-    return "".join(chr(0x2400 + ord(c)) if ord(c) < 0x20 and c not in "\t\n" else c for c in text)
+    """Text as VS Code draws it: control characters as their Unicode control pictures (\\x02 -> U+2402). Spaces
+    are compared as plain ones: the DOM holds some of the spaces VS Code draws as no-break spaces, and the tiny
+    model's text (whatever its tokenizer, trained on this repo's sources, makes) may hold either."""
+    return "".join(chr(0x2400 + ord(c)) if ord(c) < 0x20 and c not in "\t\n" else " " if c == "\xa0" else c
+                   for c in text)
 
 
 @pytest.mark.skipif(not (CODE_SERVER.exists() and (VSCODE / "nestling.vsix").exists() and CHROMIUM),
@@ -80,7 +83,7 @@ def test_vscode_shows_ghost_text_and_tab_accepts_it(tmp_path):
                        env=client_env, timeout=500, capture_output=True)
         seen = json.loads(out.read_text())
         assert "error" not in seen, seen
-        assert seen["ghost"] == as_displayed(expected)
+        assert seen["ghost"].replace("\xa0", " ") == as_displayed(expected)
         assert seen["attempts"] <= 4, seen  # Tab accepted the ghost text in one of four rounds
         wait_until(lambda: read_text(source) != SOURCE, 30, what="the file to be saved")
         assert read_text(source) == completed(expected)
