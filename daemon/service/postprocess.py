@@ -58,8 +58,14 @@ def line_mode(requested: str, ctx: CursorContext) -> str:
 def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     """Where to cut the model's text (an index into it), or None to keep all of it so far."""
     nul = text.find("\x00")
-    if nul >= 0:  # never source code, and editors' JSON parsers refuse it (Emacs): the text ends there
-        return nul
+    if nul >= 0:  # never source code, and editors' JSON parsers refuse it (Emacs): the text ends there, or before
+        cut = _line_or_block_end(text[:nul], ctx, mode)
+        return nul if cut is None else cut
+    return _line_or_block_end(text, ctx, mode)
+
+
+def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
+    """block_end for text without a NUL: the end of the line (single) or of the block (multi)."""
     if mode == "single":
         start = len(text) - len(text.lstrip("\n")) if not ctx.line_before.strip() else 0
         newline = text.find("\n", start)

@@ -61,3 +61,8 @@ def test_text_ends_before_a_nul_character():
     assert block_end(" b\x00c", c, "single") == 2  # also an early stop during generation
     assert finalize(" b\x00c\nmore", c, "single") == " b"
     assert finalize("\x00tail", ctx("def f():\n    "), "multi") == ""
+    # a NUL after the end of the line or block does not carry the text past that end
+    assert block_end(" b\nc\x00d", c, "single") == 2
+    assert finalize("\n  \x01b\x00", ctx("    names = ", "\n    return names\n"), "single") == ""
+    block = ctx("def f(xs):\n    ", "\n")
+    assert block_end("return 1\nprint(1)\n\x00", block, "multi") == len("return 1")
