@@ -68,14 +68,22 @@ def informed_head(target: TargetModel) -> EagleHead:
 FIM_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_end|>"]
 
 
+# Standard-library modules the tiny tokenizer learns its merges from: code that does not move when this repo's
+# sources do (trained on them, every edit changed the tiny model's text, and with it what the editor tests saw).
+TOKENIZER_CORPUS = ("argparse.py", "dataclasses.py", "textwrap.py", "functools.py", "json/encoder.py",
+                    "json/decoder.py", "logging/__init__.py", "string.py", "heapq.py", "bisect.py")
+
+
 def tiny_tokenizer(vocab: int = 320):
-    """A byte-level BPE trained on this repo's sources, with Qwen's FIM and stop tokens."""
+    """A byte-level BPE trained on a fixed set of standard-library modules, with Qwen's FIM and stop tokens."""
+    import sysconfig
     from pathlib import Path
 
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    texts = [p.read_text() for p in sorted((Path(__file__).parent.parent / "daemon").rglob("*.py"))]
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    texts = [(stdlib / name).read_text(encoding="utf-8") for name in TOKENIZER_CORPUS]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -85,16 +93,27 @@ def tiny_tokenizer(vocab: int = 320):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
 
 
+def unwritten_tokens(tokenizer) -> list[int]:
+    """The ids a `never_stop` model does not write: stop/FIM tokens, and tokens whose text holds a line break or a
+    NUL or is blank (any of these can leave the first line of a completion empty, and the daemon shows nothing)."""
+    ids = [tokenizer.convert_tokens_to_ids(token) for token in FIM_SPECIALS]
+    for index in range(len(tokenizer)):
+        text = tokenizer.decode([index])
+        if not text.strip() or any(c in text for c in "\n\r\x00"):
+            ids.append(index)
+    return sorted(set(ids))
+
+
 def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0,
                            never_stop: bool = False):
     """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests.
-    never_stop: zero the stop tokens' lm_head rows, so greedy decoding (practically) never ends by itself."""
+    never_stop: zero the lm_head rows of `unwritten_tokens`, so greedy decoding (practically) never ends by itself
+    and writes one long line: wherever the language-server and editor tests ask, there is text to show."""
     tokenizer = tiny_tokenizer()
     target = tiny_target(arch, seed=seed, vocab=len(tokenizer), logit_scale=logit_scale)
     if never_stop:
         with torch.no_grad():
-            for token in FIM_SPECIALS:
-                target.model.lm_head.weight[tokenizer.convert_tokens_to_ids(token)] = 0.0
+            target.model.lm_head.weight[unwritten_tokens(tokenizer)] = 0.0
     target.model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     target.model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))

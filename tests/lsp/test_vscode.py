@@ -42,7 +42,7 @@ def serving(url: str) -> bool:
 def as_displayed(text: str) -> str:
     """Text as VS Code draws it: control characters as their Unicode control pictures (\\x02 -> U+2402). Spaces
     are compared as plain ones: the DOM holds some of the spaces VS Code draws as no-break spaces, and the tiny
-    model's text (whatever its tokenizer, trained on this repo's sources, makes) may hold either."""
+    model's text (whatever its random weights make) may hold either."""
     return "".join(chr(0x2400 + ord(c)) if ord(c) < 0x20 and c not in "\t\n" else " " if c == "\xa0" else c
                    for c in text)
 
