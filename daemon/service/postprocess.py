@@ -59,8 +59,8 @@ def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     """Where to cut the model's text (an index into it), or None to keep all of it so far."""
     nul = text.find("\x00")
     if nul >= 0:  # never source code, and editors' JSON parsers refuse it (Emacs): the text ends there, or before
-        cut = _line_or_block_end(text[:nul], ctx, mode)
-        return nul if cut is None else cut
+        cut = _line_or_block_end(text[:nul] + "\n", ctx, mode)  # the line the NUL ends is complete
+        return nul if cut is None else min(cut, nul)
     return _line_or_block_end(text, ctx, mode)
 
 

@@ -66,3 +66,5 @@ def test_text_ends_before_a_nul_character():
     assert finalize("\n  \x01b\x00", ctx("    names = ", "\n    return names\n"), "single") == ""
     block = ctx("def f(xs):\n    ", "\n")
     assert block_end("return 1\nprint(1)\n\x00", block, "multi") == len("return 1")
+    assert block_end("return 1\nprint(1)\x00", block, "multi") == len("return 1")  # nothing follows a NUL
+    assert block_end("return 1\n    x = 2\x00", block, "multi") == len("return 1\n    x = 2")
