@@ -54,8 +54,8 @@ def readme_block(marker: str) -> str:
 def ar_completion(model_args: list[str], file: Path, line: int, col: int) -> str:
     """What the target alone writes at (line, col), 1-based (`nestling complete --mode ar`), cut where the daemon
     cuts it for display (the end of the line or block, a NUL: daemon/service/postprocess.py): what the editor
-    must show. The tiny model writes no line break, NUL or blank token (`tiny.unwritten_tokens`), so that is its
-    first line, never empty."""
+    must show. The tiny model writes no line break, NUL or blank token (`tiny.unwritten_tokens`): its text is one
+    line, never empty, so the editor always has ghost text to show."""
     from nestling.daemon.context.fim import split_at
     from nestling.daemon.context.languages import find_language
     from nestling.daemon.context.syntax import SyntaxDocument
