@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,8 +38,12 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    p.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
-    p.add_argument("--wait", type=float, default=600.0, help="with --detach: seconds to wait for the model to load")
+    background = p.add_mutually_exclusive_group()
+    background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
+    background.add_argument("--stop", action="store_true",
+                   help="stop the running daemon (running requests finish first) and wait until it has exited")
+    p.add_argument("--wait", type=float, default=600.0,
+                   help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit")
     add_model_options(p)
 
 
@@ -47,6 +52,8 @@ def settings_from(args) -> dict:
 
 
 def run(args) -> int:
+    if args.stop:
+        return stop(args.wait)
     config, _ = load_config(settings_from(args))
     if args.detach:
         return detach(args, config)
@@ -88,4 +95,35 @@ def detach(args, config) -> int:
                 return 0
             time.sleep(0.5)
     print(f"nestling serve: the daemon did not become ready within {args.wait:.0f} s; see {log_path}", file=sys.stderr)
+    return 2
+
+
+def stop(wait_s: float) -> int:
+    """SIGTERM the daemon holding this user's lock (it drains: running requests finish), then wait for it to go."""
+    from ..grpc_api.server import DaemonError, DaemonLock
+
+    lock = DaemonLock(runtime_dir())
+    try:
+        pid = lock.holder()
+    except DaemonError as exc:
+        print(f"nestling serve: error: {exc}", file=sys.stderr)
+        return 2
+    if pid is None:
+        print("no nestling daemon is running")
+        return 0
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # it exited meanwhile
+    except PermissionError:
+        print(f"nestling serve: error: not allowed to stop pid {pid}", file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if lock.holder() != pid:  # the lock goes with the process
+            print(f"nestling daemon (pid {pid}) stopped")
+            return 0
+        time.sleep(0.2)
+    print(f"nestling serve: error: the daemon (pid {pid}) is still draining after {wait_s:.0f} s; "
+          f"`kill -9 {pid}` ends it at once", file=sys.stderr)
     return 2

@@ -9,6 +9,7 @@ import fcntl
 import ipaddress
 import logging
 import os
+import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,7 @@ class DaemonLock:
             holder = self.handle.read().strip() or "unknown"
             self.handle.close()
             raise DaemonError(f"a nestling daemon is already running ({holder}); stop it first "
-                              f"(kill the pid) or talk to it") from None
+                              f"(nestling serve --stop) or talk to it") from None
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"pid {os.getpid()}, socket {socket_path}")
@@ -86,6 +87,20 @@ class DaemonLock:
     def release(self) -> None:
         if self.handle:
             self.handle.close()
+
+    def holder(self) -> int | None:
+        """The pid of the daemon holding the lock, or None when no daemon holds it."""
+        if not self.path.exists():
+            return None
+        with open(self.path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                found = re.match(r"pid (\d+)", handle.read().strip())
+                if not found:
+                    raise DaemonError(f"{self.path} is locked but names no pid (a daemon starting right now?)")
+                return int(found.group(1))
+            return None  # we got the lock: nobody holds it (closing the file releases it)
 
 
 def secure_folder(folder: Path) -> None:

@@ -1,4 +1,4 @@
-"""`nestling serve` as a user runs it: detach, one daemon per user, token auth, graceful SIGTERM."""
+"""`nestling serve` as a user runs it: detach, one daemon per user, token auth, --stop (a graceful SIGTERM)."""
 
 import os
 import re
@@ -42,10 +42,15 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
             answer = client.complete(full_text_request("file:///t.py", "def f():\n    ", 13, max_tokens=4))
             assert answer.stats.tokens > 0
     finally:
-        os.kill(pid, signal.SIGTERM)
+        stopped = nestling("serve", "--stop", "--wait", 60, env=env)  # SIGTERM, then waits for the exit
+        if stopped.returncode != 0:
+            os.kill(pid, signal.SIGTERM)
+    assert stopped.returncode == 0 and f"pid {pid}) stopped" in stopped.stdout, stopped.stderr
     if not wait_for_exit(pid):
         pytest.fail("the daemon did not exit on SIGTERM")
     assert not socket.exists()
+    again = nestling("serve", "--stop", env=env)
+    assert again.returncode == 0 and "no nestling daemon is running" in again.stdout
 
 
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
@@ -61,3 +66,20 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("max_tokens = 5\n")
     result = nestling("config", "--json", env=env)
     assert '"max_tokens": 5' in result.stdout
+
+
+def test_the_lock_names_the_daemon_holding_it(tmp_path):
+    import fcntl
+
+    from nestling.daemon.grpc_api.server import DaemonError, DaemonLock
+
+    lock = DaemonLock(tmp_path)
+    assert lock.holder() is None  # no lock file yet
+    lock.acquire(tmp_path / "daemon.sock")
+    assert lock.holder() == os.getpid()
+    lock.release()
+    assert lock.holder() is None  # a file left behind by a daemon that exited
+    with open(tmp_path / "daemon.lock", "w") as starting:  # locked before its pid is written
+        fcntl.flock(starting, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DaemonError, match="names no pid"):
+            lock.holder()
