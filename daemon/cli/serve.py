@@ -41,7 +41,8 @@ def add_parser(sub, add_model_options) -> None:
     background = p.add_mutually_exclusive_group()
     background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
     background.add_argument("--stop", action="store_true",
-                   help="stop the running daemon (running requests finish first) and wait until it has exited")
+                            help="stop the running daemon (running requests finish first) and wait until it has "
+                                 "exited")
     p.add_argument("--wait", type=float, default=600.0,
                    help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit")
     add_model_options(p)
@@ -120,7 +121,11 @@ def stop(wait_s: float) -> int:
         return 2
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        if lock.holder() != pid:  # the lock goes with the process
+        try:
+            gone = lock.holder() != pid  # the lock goes with the process
+        except DaemonError:
+            gone = True  # another daemon is taking the lock: ours has released it
+        if gone:
             print(f"nestling daemon (pid {pid}) stopped")
             return 0
         time.sleep(0.2)
