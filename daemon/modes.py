@@ -11,3 +11,11 @@ MODE_HELP = {
             "(default)",
 }
 MODES = tuple(MODE_HELP)
+
+# Peer baselines of `nestling bench --peers` (bench/peers.py runs them; the daemon never decodes this way). Named
+# here, with nestling's modes, so the command line can list them without importing torch.
+PEER_HELP = {
+    "hf-greedy": "peer baseline: transformers' generate, greedy",
+    "hf-lookup": "peer baseline: transformers' generate with its prompt-lookup decoding (10 tokens)",
+}
+PEERS = tuple(PEER_HELP)

@@ -17,14 +17,10 @@ from dataclasses import dataclass, field
 import torch
 
 from ..models.target import TargetModel
+from ..modes import PEERS
 from ..speculative.engine import StopRule
 from ..speculative.stats import Clock, GenerationStats
 
-PEER_HELP = {
-    "hf-greedy": "peer baseline: transformers' generate, greedy",
-    "hf-lookup": "peer baseline: transformers' generate with its prompt-lookup decoding (10 tokens)",
-}
-PEERS = tuple(PEER_HELP)
 PROMPT_LOOKUP_TOKENS = 10  # transformers' documented setting for prompt_lookup_num_tokens
 
 

@@ -14,7 +14,8 @@ from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..service.stats import percentile
 from ..speculative.engine import StopRule
-from .peers import PEERS, PeerEngine
+from ..modes import PEERS
+from .peers import PeerEngine
 from .prompts import BenchPrompt
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bench.peers import PEER_HELP, PEERS
-from ..modes import MODE_HELP, MODES
+from ..modes import MODE_HELP, MODES, PEER_HELP, PEERS
 
 REFERENCE_TREE = {"top_k": 10, "depth": 7, "total_tokens": 60}  # the EAGLE-2 reference defaults (TreeBudget's)
 

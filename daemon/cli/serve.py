@@ -101,7 +101,7 @@ def detach(args, config) -> int:
 
 def stop(wait_s: float) -> int:
     """SIGTERM the daemon holding this user's lock (it drains: running requests finish), then wait for it to go."""
-    from ..grpc_api.server import DaemonError, DaemonLock
+    from ..grpc_api.daemon_lock import DaemonError, DaemonLock
 
     lock = DaemonLock(runtime_dir())
     try:

@@ -5,11 +5,9 @@ request), health and reflection services, the model loaded off the event loop, a
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import ipaddress
 import logging
 import os
-import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,16 +22,13 @@ from ..service.completion import CompletionService
 from ..service.config import ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
+from .daemon_lock import DaemonError, DaemonLock
 from .errors import ErrorInterceptor
 from .servicer import CompletionServicer
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Completion"].full_name
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
-
-class DaemonError(RuntimeError):
-    """The daemon cannot start (another one runs, a bad address, ...)."""
 
 
 @dataclass
@@ -60,47 +55,6 @@ def check_tcp_address(address: str, allow_remote: bool, token: str | None) -> tu
         raise DaemonError(f"--tcp {address!r} is not a loopback address; nestling is local-only unless "
                           f"--allow-remote and a --token are both given")
     return host, int(port)
-
-
-class DaemonLock:
-    """One daemon per user: an exclusive lock on <runtime dir>/daemon.lock holding our pid and socket."""
-
-    def __init__(self, folder: Path):
-        self.path = folder / "daemon.lock"
-        self.handle = None
-
-    def acquire(self, socket_path: Path) -> None:
-        self.handle = open(self.path, "a+")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.seek(0)
-            holder = self.handle.read().strip() or "unknown"
-            self.handle.close()
-            raise DaemonError(f"a nestling daemon is already running ({holder}); stop it first "
-                              f"(nestling serve --stop) or talk to it") from None
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"pid {os.getpid()}, socket {socket_path}")
-        self.handle.flush()
-
-    def release(self) -> None:
-        if self.handle:
-            self.handle.close()
-
-    def holder(self) -> int | None:
-        """The pid of the daemon holding the lock, or None when no daemon holds it."""
-        if not self.path.exists():
-            return None
-        with open(self.path) as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                found = re.match(r"pid (\d+)", handle.read().strip())
-                if not found:
-                    raise DaemonError(f"{self.path} is locked but names no pid (a daemon starting right now?)")
-                return int(found.group(1))
-            return None  # we got the lock: nobody holds it (closing the file releases it)
 
 
 def secure_folder(folder: Path) -> None:

@@ -105,3 +105,11 @@ def test_bench_lookup_reads_a_distilled_cache(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = {(r["n"], r["branch"]): r for r in json.loads(out.read_text())["rows"]}
     assert rows[(1, 0)]["first"] == 1.0 and rows[(3, 0)]["branches"] == 1
+
+
+def test_the_command_line_parses_without_importing_torch():
+    # `nestling serve --stop`, `--help`, and the argument parsing before `nestling lsp` starts stay instant:
+    # each subcommand imports the model stack only in its run().
+    check = ("import sys; from nestling.daemon.cli.main import build_parser; build_parser(); "
+             "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", check], timeout=120).returncode == 0

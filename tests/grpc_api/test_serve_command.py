@@ -67,19 +67,3 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     result = nestling("config", "--json", env=env)
     assert '"max_tokens": 5' in result.stdout
 
-
-def test_the_lock_names_the_daemon_holding_it(tmp_path):
-    import fcntl
-
-    from nestling.daemon.grpc_api.server import DaemonError, DaemonLock
-
-    lock = DaemonLock(tmp_path)
-    assert lock.holder() is None  # no lock file yet
-    lock.acquire(tmp_path / "daemon.sock")
-    assert lock.holder() == os.getpid()
-    lock.release()
-    assert lock.holder() is None  # a file left behind by a daemon that exited
-    with open(tmp_path / "daemon.lock", "w") as starting:  # locked before its pid is written
-        fcntl.flock(starting, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(DaemonError, match="names no pid"):
-            lock.holder()

@@ -1,0 +1,31 @@
+"""The daemon lock: one daemon per user, and who holds it."""
+
+import fcntl
+import os
+
+import pytest
+
+from nestling.daemon.grpc_api.daemon_lock import DaemonError, DaemonLock
+
+
+def test_the_lock_names_the_daemon_holding_it(tmp_path):
+    lock = DaemonLock(tmp_path)
+    assert lock.holder() is None  # no lock file yet
+    lock.acquire(tmp_path / "daemon.sock")
+    assert lock.holder() == os.getpid()
+    lock.release()
+    assert lock.holder() is None  # a file left behind by a daemon that exited
+    with open(tmp_path / "daemon.lock", "w") as starting:  # locked before its pid is written
+        fcntl.flock(starting, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DaemonError, match="names no pid"):
+            lock.holder()
+
+
+def test_a_second_daemon_is_refused_with_the_holder_named(tmp_path):
+    first = DaemonLock(tmp_path)
+    first.acquire(tmp_path / "daemon.sock")
+    try:
+        with pytest.raises(DaemonError, match=f"already running \\(pid {os.getpid()}, .*nestling serve --stop"):
+            DaemonLock(tmp_path).acquire(tmp_path / "other.sock")
+    finally:
+        first.release()
