@@ -13,10 +13,20 @@ from typing import Callable
 
 import grpc
 
-from ..daemon.grpc_api.client import AsyncClient, full_text_request, target_for
+from ..daemon.grpc_api.client import AsyncClient, full_text_request, prefill_request, target_for
 
 log = logging.getLogger(__name__)
 LINE_MODE_CODES = {"auto": 0, "single": 1, "multi": 2}
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A document just opened, to prepare ahead of its first completion."""
+
+    uri: str
+    language_id: str
+    text: str
+    cursor: int  # where a completion is expected (the end of the text when the editor does not say)
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,18 @@ class DaemonBackend:
                 raise BackendError(f"{exc.code().name}: {exc.details()}") from None
         return []
 
+    async def prefill(self, opened: Opened) -> None:
+        """Best effort, once the daemon is up (starting it is ensure_ready's): the daemon prepares the document; a
+        failure only costs time at the first completion."""
+        try:
+            reply = await self.client.prefill(prefill_request(opened.uri, opened.text, opened.cursor,
+                                                              opened.language_id), timeout=120)
+        except grpc.aio.AioRpcError as exc:
+            log.info("no prefill for %s: %s", opened.uri, exc)
+            return
+        log.info("prefilled %s: %d prompt tokens computed in %.0f ms%s", opened.uri, reply.prefilled_tokens,
+                 reply.total_ms, "" if reply.complete else " (interrupted)")
+
 
 class EmbeddedBackend:
     """The engine in this process (for a quick try or tests): the same service and worker the daemon runs."""
@@ -163,3 +185,16 @@ class EmbeddedBackend:
         except Exception as exc:
             raise BackendError(f"completion failed: {exc}") from None
         return [item.text for item in result.items]
+
+    async def prefill(self, opened: Opened) -> None:
+        from ..daemon.service.completion import PrefillRequest
+
+        if self.worker is None:
+            return  # not loaded (loading is ensure_ready's)
+        request = PrefillRequest(uri=opened.uri, language_id=opened.language_id, text=opened.text,
+                                 cursor=opened.cursor)
+        try:
+            self.service.validate(request)
+            await asyncio.wrap_future(self.worker.submit(request).future)
+        except Exception as exc:  # best effort, as for the daemon (Superseded included)
+            log.info("no prefill for %s: %s", opened.uri, exc)

@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from . import convert
-from .backend import BackendError, DaemonBackend, EmbeddedBackend, Query
+from .backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query
 from .settings import Settings, merge
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,8 @@ class NestlingLanguageServer(LanguageServer):
         self.make_backend = make_backend  # Settings -> DaemonBackend | EmbeddedBackend
         self.settings = Settings()
         self.backend: DaemonBackend | EmbeddedBackend | None = None
+        self.background: set[asyncio.Task] = set()  # fire-and-forget work (prefills), kept until it ends
+        self.ready: asyncio.Task | None = None  # the backend's start at initialization (prefills wait for it)
 
     def progress(self):
         """A reporter for backend start-up, shown as $/progress when the client supports it."""
@@ -95,7 +97,7 @@ def build_server(make_backend) -> NestlingLanguageServer:
         if ls.settings.problems:
             ls.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Warning, message=f"nestling: ignored settings {', '.join(ls.settings.problems)}"))
-        asyncio.ensure_future(_warm_up(ls))
+        ls.ready = asyncio.ensure_future(_warm_up(ls))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: NestlingLanguageServer, params: types.DidChangeConfigurationParams):
@@ -104,6 +106,16 @@ def build_server(make_backend) -> NestlingLanguageServer:
         if (ls.settings.socket, ls.settings.tcp, ls.settings.token) != (before.socket, before.tcp, before.token):
             old, ls.backend = ls.backend, ls.make_backend(ls.settings)
             await old.close()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: NestlingLanguageServer, params: types.DidOpenTextDocumentParams):
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        if ls.settings.prefill_on_open and ls.settings.enabled_for(document.language_id or ""):
+            text = document.source  # the cursor is unknown: its end makes the prompt cover the file's last window
+            opened = Opened(uri=document.uri, language_id=document.language_id or "", text=text, cursor=len(text))
+            task = asyncio.ensure_future(_prefill(ls, opened))
+            ls.background.add(task)
+            task.add_done_callback(ls.background.discard)
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: NestlingLanguageServer, params: types.InlineCompletionParams):
@@ -140,6 +152,12 @@ async def _warm_up(ls: NestlingLanguageServer) -> None:
         await ls.backend.ensure_ready(ls.progress())
     except BackendError as exc:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
+
+
+async def _prefill(ls: NestlingLanguageServer, opened: Opened) -> None:
+    if ls.ready is not None:
+        await asyncio.shield(ls.ready)  # the backend is up (or failed to start, which _warm_up reports)
+    await ls.backend.prefill(opened)
 
 
 def daemon_backend_factory(serve_args=()):

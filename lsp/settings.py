@@ -1,7 +1,7 @@
 """Language server settings, from initializationOptions and workspace/didChangeConfiguration.
 
     {"nestling": {"enable": true, "disabledLanguages": ["markdown"], "maxTokens": 64, "lineMode": "auto",
-                  "alternatives": 3, "daemon": {"socket": "/path/daemon.sock", "tcp": null, "token": null,
+                  "alternatives": 3, "prefillOnOpen": true, "daemon": {"socket": "/path/daemon.sock", "tcp": null, "token": null,
                   "autoStart": true}}}
 
 The "nestling" wrapper is optional; unknown keys are ignored; bad values are reported and ignored.
@@ -21,6 +21,7 @@ class Settings:
     max_tokens: int = 64  # per completion
     line_mode: str = "auto"  # auto | single | multi
     alternatives: int = 3  # items for an invoked (explicit) inline completion request
+    prefill_on_open: bool = True  # have the daemon prepare a file's prompt when it is opened (first completion sooner)
     socket: str | None = None  # daemon socket (None: the user's default)
     tcp: str | None = None  # daemon HOST:PORT instead of the socket
     token: str | None = None  # bearer token, if the daemon wants one
@@ -50,6 +51,7 @@ def merge(current: Settings, raw) -> Settings:
                 problems.append(f"{key}={value!r}")
 
     take("enable", "enable", lambda v: isinstance(v, bool))
+    take("prefillOnOpen", "prefill_on_open", lambda v: isinstance(v, bool))
     take("disabledLanguages", "disabled_languages", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
          frozenset)
     take("maxTokens", "max_tokens", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1024)

@@ -139,6 +139,26 @@ class CompleteChunk(_message.Message):
     stats: CompletionStats
     def __init__(self, text: _Optional[str] = ..., done: _Optional[bool] = ..., items: _Optional[_Iterable[_Union[CompletionItem, _Mapping]]] = ..., stats: _Optional[_Union[CompletionStats, _Mapping]] = ...) -> None: ...
 
+class PrefillRequest(_message.Message):
+    __slots__ = ("document",)
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    document: Document
+    def __init__(self, document: _Optional[_Union[Document, _Mapping]] = ...) -> None: ...
+
+class PrefillResponse(_message.Message):
+    __slots__ = ("prompt_tokens", "reused_tokens", "prefilled_tokens", "complete", "total_ms")
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REUSED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PREFILLED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_MS_FIELD_NUMBER: _ClassVar[int]
+    prompt_tokens: int
+    reused_tokens: int
+    prefilled_tokens: int
+    complete: bool
+    total_ms: float
+    def __init__(self, prompt_tokens: _Optional[int] = ..., reused_tokens: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., complete: _Optional[bool] = ..., total_ms: _Optional[float] = ...) -> None: ...
+
 class GetStatsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -154,7 +174,7 @@ class LatencyPercentiles(_message.Message):
     def __init__(self, p50_ms: _Optional[float] = ..., p95_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes")
+    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +189,8 @@ class GetStatsResponse(_message.Message):
     CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
     CACHE_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     CACHE_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PREFILLS_FIELD_NUMBER: _ClassVar[int]
+    PREFILLED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     model: str
     device: str
     dtype: str
@@ -183,4 +205,6 @@ class GetStatsResponse(_message.Message):
     cache_bytes: int
     cache_documents: int
     cache_limit_bytes: int
-    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ...) -> None: ...
+    prefills: int
+    prefilled_tokens: int
+    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ...) -> None: ...

@@ -50,6 +50,11 @@ class CompletionStub:
                 request_serializer=nestling_dot_proto_dot_completion__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=nestling_dot_proto_dot_completion__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.Prefill = channel.unary_unary(
+                '/nestling.v1.Completion/Prefill',
+                request_serializer=nestling_dot_proto_dot_completion__pb2.PrefillRequest.SerializeToString,
+                response_deserializer=nestling_dot_proto_dot_completion__pb2.PrefillResponse.FromString,
+                _registered_method=True)
 
 
 class CompletionServicer:
@@ -77,6 +82,16 @@ class CompletionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Prefill(self, request, context):
+        """Prepares a document ahead of its first completion (say, when the editor opens it): the daemon parses
+        it and computes the model state of the prompt a completion at the cursor would have, so that the
+        completion reuses it instead of waiting for the whole prompt. Lowest priority: any completion request,
+        and a newer Prefill, interrupts it between chunks of the prompt (what was computed stays).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CompletionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +109,11 @@ def add_CompletionServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=nestling_dot_proto_dot_completion__pb2.GetStatsRequest.FromString,
                     response_serializer=nestling_dot_proto_dot_completion__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'Prefill': grpc.unary_unary_rpc_method_handler(
+                    servicer.Prefill,
+                    request_deserializer=nestling_dot_proto_dot_completion__pb2.PrefillRequest.FromString,
+                    response_serializer=nestling_dot_proto_dot_completion__pb2.PrefillResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +198,33 @@ class Completion:
             '/nestling.v1.Completion/GetStats',
             nestling_dot_proto_dot_completion__pb2.GetStatsRequest.SerializeToString,
             nestling_dot_proto_dot_completion__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Prefill(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nestling.v1.Completion/Prefill',
+            nestling_dot_proto_dot_completion__pb2.PrefillRequest.SerializeToString,
+            nestling_dot_proto_dot_completion__pb2.PrefillResponse.FromString,
             options,
             channel_credentials,
             insecure,

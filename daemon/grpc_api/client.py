@@ -22,17 +22,27 @@ def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
     return f"unix:{socket}"
 
 
+# The daemon is local: after a failed connection (it is starting or restarting), try again within a second
+# instead of gRPC's default backoff, which grows to two minutes.
+CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
+
+
 def full_text_request(uri: str, text: str, cursor: int, language_id: str = "", **options) -> pb.CompleteRequest:
     return pb.CompleteRequest(document=pb.Document(uri=uri, language_id=language_id,
                                                    full=pb.FullText(text=text, cursor_offset=cursor)),
                               options=pb.Options(**options))
 
 
+def prefill_request(uri: str, text: str, cursor: int, language_id: str = "") -> pb.PrefillRequest:
+    return pb.PrefillRequest(document=pb.Document(uri=uri, language_id=language_id,
+                                                  full=pb.FullText(text=text, cursor_offset=cursor)))
+
+
 class Client:
     """Blocking client. `token` is sent as a bearer token when the daemon requires one."""
 
     def __init__(self, target: str, token: str | None = None):
-        self.channel = grpc.insecure_channel(target)
+        self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.CompletionStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -62,12 +72,15 @@ class Client:
     def stats(self, timeout: float = 5.0) -> pb.GetStatsResponse:
         return self.stub.GetStats(pb.GetStatsRequest(), timeout=timeout, metadata=self.metadata)
 
+    def prefill(self, request: pb.PrefillRequest, timeout: float | None = None) -> pb.PrefillResponse:
+        return self.stub.Prefill(request, timeout=timeout, metadata=self.metadata)
+
 
 class AsyncClient:
     """asyncio client (grpc.aio), for the language server."""
 
     def __init__(self, target: str, token: str | None = None):
-        self.channel = grpc.aio.insecure_channel(target)
+        self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.CompletionStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
@@ -84,3 +97,7 @@ class AsyncClient:
 
     async def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
         return await self.stub.Complete(request, timeout=timeout, metadata=self.metadata)
+
+    async def prefill(self, request: pb.PrefillRequest, timeout: float | None = None) -> pb.PrefillResponse:
+        """Waits (within `timeout`) for the channel to connect rather than failing at once while it retries."""
+        return await self.stub.Prefill(request, timeout=timeout, metadata=self.metadata, wait_for_ready=True)

@@ -5,25 +5,39 @@ from __future__ import annotations
 import time
 
 from ...proto import completion_pb2 as pb
-from ..service.completion import CompletionRequest, CompletionResult, CompletionStats
+from ..service.completion import CompletionRequest, CompletionResult, CompletionStats, PrefillRequest, PrefillResult
 
 LINE_MODES = {pb.LINE_MODE_AUTO: "auto", pb.LINE_MODE_SINGLE: "single", pb.LINE_MODE_MULTI: "multi"}
 DECODING_MODES = {pb.DECODING_MODE_SPECULATIVE: "spec", pb.DECODING_MODE_AUTOREGRESSIVE: "ar"}
 
 
-def request_from_proto(message: pb.CompleteRequest, time_remaining: float | None) -> CompletionRequest:
-    """The core request; unknown enum values become names the service's validation rejects by field."""
-    document, options = message.document, message.options
+def document_fields(document: pb.Document) -> dict:
+    """The document's fields as the core requests name them (no content: text and prefix stay None)."""
     content = document.WhichOneof("content")
     text = cursor = prefix = suffix = None
     if content == "full":
         text, cursor = document.full.text, document.full.cursor_offset
     elif content == "parts":
         prefix, suffix = document.parts.prefix, document.parts.suffix
+    return dict(uri=document.uri, language_id=document.language_id, text=text, cursor=cursor, prefix=prefix,
+                suffix=suffix)
+
+
+def prefill_from_proto(message: pb.PrefillRequest) -> PrefillRequest:
+    return PrefillRequest(**document_fields(message.document))
+
+
+def prefill_to_proto(result: PrefillResult) -> pb.PrefillResponse:
+    return pb.PrefillResponse(prompt_tokens=result.prompt_tokens, reused_tokens=result.reused_tokens,
+                              prefilled_tokens=result.prefilled_tokens, complete=result.complete,
+                              total_ms=result.total_ms)
+
+
+def request_from_proto(message: pb.CompleteRequest, time_remaining: float | None) -> CompletionRequest:
+    """The core request; unknown enum values become names the service's validation rejects by field."""
+    options = message.options
     return CompletionRequest(
-        uri=document.uri,
-        language_id=document.language_id,
-        text=text, cursor=cursor, prefix=prefix, suffix=suffix,
+        **document_fields(message.document),
         max_tokens=options.max_tokens,
         line_mode=LINE_MODES.get(options.line_mode, f"unknown({options.line_mode})"),
         temperature=options.temperature,
@@ -66,4 +80,5 @@ def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cach
         uptime_s=snapshot["uptime_s"], requests=snapshot["requests"], errors=snapshot["errors"],
         superseded=snapshot["superseded"], mean_tau=snapshot["mean_tau"],
         time_to_first_token=percentiles(snapshot["first_token"]), total=percentiles(snapshot["total"]),
-        cache_bytes=cache[0], cache_documents=cache[1], cache_limit_bytes=cache_limit)
+        cache_bytes=cache[0], cache_documents=cache[1], cache_limit_bytes=cache_limit,
+        prefills=snapshot["prefills"], prefilled_tokens=snapshot["prefilled_tokens"])

@@ -7,6 +7,7 @@ import asyncio
 
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
+from ..service.completion import PrefillResult, Superseded
 from . import convert
 from .errors import ModelLoading
 
@@ -43,6 +44,19 @@ class CompletionServicer(pb_grpc.CompletionServicer):
             while (piece := await pieces.get()) is not None:
                 yield pb.CompleteChunk(text=piece)
             yield convert.final_chunk(job.future.result())
+        except asyncio.CancelledError:
+            worker.cancel(job)
+            raise
+
+    async def Prefill(self, request, context):
+        worker = self._ready()
+        core = convert.prefill_from_proto(request)
+        self.daemon.service.validate(core)
+        job = worker.submit(core)
+        try:
+            return convert.prefill_to_proto(await asyncio.wrap_future(job.future))
+        except Superseded:  # a completion request or a newer prefill came before it started
+            return convert.prefill_to_proto(PrefillResult())
         except asyncio.CancelledError:
             worker.cancel(job)
             raise

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import torch
+
 from ..speculative.drafter import Drafter, DraftInput, TreeBudget
 from ..speculative.tree import DraftTree
 
@@ -112,6 +114,10 @@ class GatedDrafter:
         self._pending = None
         for drafter in self.arms:
             drafter.truncate(committed)
+
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        for drafter in self.arms:
+            drafter.observe(tokens, features)
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         now, committed = self.clock(), int(draft_input.tokens.numel()) - 1

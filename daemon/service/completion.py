@@ -3,7 +3,8 @@
 Runs on the model worker thread: session lookup, incremental syntax update and the region at the
 cursor, the FIM prompt (sticky window, so the previous prompt's KV is reused), speculative or
 autoregressive generation with the region's tree budget, early stop at the end of the block, and
-post-processing.
+post-processing. A prefill request (a file was opened) does the same up to the prompt's prefill, so the
+first completion in the file finds the prompt's model state ready.
 """
 
 from __future__ import annotations
@@ -65,6 +66,27 @@ class CompletionRequest:
 
 
 @dataclass
+class PrefillRequest:
+    """Prepare a document's model state ahead of its first completion request (same document fields)."""
+
+    uri: str
+    language_id: str = ""
+    text: str | None = None
+    cursor: int | None = None  # where a completion is expected; a client that can't tell gives len(text)
+    prefix: str | None = None
+    suffix: str | None = None
+
+
+@dataclass
+class PrefillResult:
+    prompt_tokens: int = 0  # tokens in the prompt prepared
+    reused_tokens: int = 0  # of them already in the session's model state
+    prefilled_tokens: int = 0  # of them computed now
+    complete: bool = False  # False: a completion request came first and interrupted it (what was done stays)
+    total_ms: float = 0.0
+
+
+@dataclass
 class CompletionItem:
     text: str  # to insert at the cursor
     replace_start: int  # code-point offsets of what it replaces (start == end == cursor: nothing)
@@ -101,7 +123,7 @@ class CompletionService:
 
     # ---- validation: cheap, on the event loop, before the request is queued --------------------------
 
-    def validate(self, request: CompletionRequest) -> None:
+    def validate(self, request: CompletionRequest | PrefillRequest) -> None:
         if not request.uri:
             raise InvalidRequest("document.uri", "must not be empty")
         if request.text is not None:
@@ -116,6 +138,10 @@ class CompletionService:
         if size > self.config.max_document_chars:
             raise RequestTooLarge(f"document.content: {size} characters exceeds the limit of "
                                   f"{self.config.max_document_chars}")
+        if isinstance(request, CompletionRequest):
+            self._validate_options(request)
+
+    def _validate_options(self, request: CompletionRequest) -> None:
         if request.max_tokens < 0 or request.max_tokens > self.config.max_tokens_limit:
             raise InvalidRequest("options.max_tokens", f"must be 0..{self.config.max_tokens_limit}")
         if request.line_mode not in LINE_MODES:
@@ -142,21 +168,15 @@ class CompletionService:
                  on_text: Callable[[str], None] | None = None, queued_at: float | None = None) -> CompletionResult:
         started = time.monotonic()
         session = self.sessions.get(request.uri)
-        if request.text is not None:
-            text, cursor = request.text, request.cursor
-        else:
-            text, cursor = request.prefix + (request.suffix or ""), len(request.prefix)
+        text, cursor = _text_and_cursor(request)
         prefix, suffix = text[:cursor], text[cursor:]
         language = find_language(request.language_id or None, request.uri)
         region = self._region(session, language, text, cursor)
-        prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
-                                  path=request.uri, budget=self.budget, sticky_start=session.prefix_start)
-        session.prefix_start = prompt.prefix_start
+        prompt = self._prompt(session, request.uri, prefix, suffix)
         context = cursor_context(prefix, suffix, region, language)
         shape = line_mode(request.line_mode, context)
         mode = self.config.mode if request.mode == "spec" else "ar"
-        engine = self._engine(mode)
-        state = session.states.get(mode) or session.states.setdefault(mode, engine.new_state())
+        engine, state = self._engine_and_state(session, mode)
         budget = self.runtime.budget_for(mode, region)
         texts: list[str] = []
         stats = CompletionStats(region=region.value, mode=request.mode)
@@ -187,6 +207,31 @@ class CompletionService:
             raise DeadlineExceeded(f"deadline passed after {stats.tokens} tokens")
         return CompletionResult([CompletionItem(t, cursor, cursor) for t in texts], stats)
 
+    def prefill(self, request: PrefillRequest, cancel: threading.Event | None = None) -> PrefillResult:
+        """Parse the document and commit the prompt a completion at the cursor would have (speculative
+        requests' state), in chunks: `cancel` (a completion request arrived) stops it between chunks."""
+        session = self.sessions.get(request.uri)
+        text, cursor = _text_and_cursor(request)
+        self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
+        prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
+        engine, state = self._engine_and_state(session, self.config.mode)
+        stats = engine.prefill(prompt.token_ids, state, cancel)
+        self.sessions.enforce_limit(keep=request.uri)
+        return PrefillResult(prompt_tokens=stats.prompt_tokens, reused_tokens=stats.reused_tokens,
+                             prefilled_tokens=stats.prefilled_tokens, complete=stats.complete,
+                             total_ms=stats.total_ms)
+
+    def _prompt(self, session, uri: str, prefix: str, suffix: str):
+        """The FIM prompt, its window kept where the session's last one started (prefix KV reuse)."""
+        prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
+                                  path=uri, budget=self.budget, sticky_start=session.prefix_start)
+        session.prefix_start = prompt.prefix_start
+        return prompt
+
+    def _engine_and_state(self, session, mode: str):
+        engine = self._engine(mode)
+        return engine, session.states.get(mode) or session.states.setdefault(mode, engine.new_state())
+
     def _region(self, session, language, text: str, cursor: int) -> Region:
         name = language.name if language else None
         if session.syntax is None or session.language != name:
@@ -212,3 +257,9 @@ class CompletionService:
         stats.time_to_first_token_ms = gen_stats.first_token_ms
         stats.stop_reason = gen_stats.stop_reason
         stats.queue_ms = (started - queued_at) * 1000 if queued_at else 0.0
+
+
+def _text_and_cursor(request: CompletionRequest | PrefillRequest) -> tuple[str, int]:
+    if request.text is not None:
+        return request.text, request.cursor
+    return request.prefix + (request.suffix or ""), len(request.prefix)

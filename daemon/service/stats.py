@@ -20,6 +20,8 @@ class ServiceStats:
         self.requests = 0
         self.errors = 0
         self.superseded = 0
+        self.prefills = 0
+        self.prefilled_tokens = 0
         self._tau_sum = 0.0
         self._first_token: deque[float] = deque(maxlen=window)
         self._total: deque[float] = deque(maxlen=window)
@@ -31,6 +33,11 @@ class ServiceStats:
             self._tau_sum += stats.tau
             self._first_token.append(stats.time_to_first_token_ms + stats.queue_ms)
             self._total.append(stats.total_ms + stats.queue_ms)
+
+    def record_prefill(self, result) -> None:
+        with self._lock:
+            self.prefills += 1
+            self.prefilled_tokens += result.prefilled_tokens
 
     def record_error(self) -> None:
         with self._lock:
@@ -45,7 +52,8 @@ class ServiceStats:
             first, total = list(self._first_token), list(self._total)
             return {
                 "uptime_s": time.monotonic() - self.started, "requests": self.requests, "errors": self.errors,
-                "superseded": self.superseded, "mean_tau": self._tau_sum / self.requests if self.requests else 0.0,
+                "superseded": self.superseded, "prefills": self.prefills, "prefilled_tokens": self.prefilled_tokens,
+                "mean_tau": self._tau_sum / self.requests if self.requests else 0.0,
                 "first_token": {p: percentile(first, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
                 "total": {p: percentile(total, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
             }

@@ -1,6 +1,8 @@
 """One worker thread owns the model. The asyncio server never runs model code itself: it submits jobs
 and awaits their futures. A newer job for the same document supersedes older ones: queued ones are
-dropped, a running one stops at its next speculative step."""
+dropped, a running one stops at its next speculative step. Prefills (files just opened) are the lowest
+priority: any completion request, and a newer prefill, supersedes every prefill queued or running (a
+running one stops between chunks, keeping what it did)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .completion import CompletionRequest, CompletionResult, CompletionService, Superseded
+from .completion import (CompletionRequest, CompletionResult, CompletionService, PrefillRequest, PrefillResult,
+                         Superseded)
 from .stats import ServiceStats
 
 log = logging.getLogger(__name__)
@@ -21,9 +24,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Job:
-    request: CompletionRequest
+    request: CompletionRequest | PrefillRequest
     on_text: Callable[[str], None] | None = None  # called on the worker thread with each new piece of text
-    future: Future = field(default_factory=Future)  # CompletionResult, or the exception that ended it
+    future: Future = field(default_factory=Future)  # CompletionResult / PrefillResult, or the exception that ended it
     cancel: threading.Event = field(default_factory=threading.Event)
     queued_at: float = field(default_factory=time.monotonic)
     superseded: bool = False
@@ -41,12 +44,16 @@ class ModelWorker:
         self._thread = threading.Thread(target=self._run, name="nestling-model-worker", daemon=True)
         self._thread.start()
 
-    def submit(self, request: CompletionRequest, on_text: Callable[[str], None] | None = None) -> Job:
+    def submit(self, request: CompletionRequest | PrefillRequest, on_text: Callable[[str], None] | None = None
+               ) -> Job:
         job = Job(request, on_text, number=next(self._counter))
         with self._lock:
-            for older in self._live.get(request.uri, []):
-                older.superseded = True
-                older.cancel.set()  # a running job stops at its next step; a queued one is skipped
+            for uri, jobs in self._live.items():
+                for older in jobs:
+                    if isinstance(older.request, PrefillRequest) or (
+                            uri == request.uri and isinstance(request, CompletionRequest)):
+                        older.superseded = True
+                        older.cancel.set()  # a running job stops at its next step; a queued one is skipped
             self._live.setdefault(request.uri, []).append(job)
         self._queue.put(job)
         return job
@@ -79,10 +86,13 @@ class ModelWorker:
                 return
             if job.cancel.is_set() or not job.future.set_running_or_notify_cancel():
                 self._finish(job)
-                if job.superseded:
+                if job.superseded and isinstance(job.request, CompletionRequest):
                     self.stats.record_superseded()
                 if not job.future.done():
                     job.future.set_exception(Superseded(job.request.uri))
+                continue
+            if isinstance(job.request, PrefillRequest):
+                self._prefill(job)
                 continue
             try:
                 result: CompletionResult = self.service.complete(job.request, job.cancel, job.on_text, job.queued_at)
@@ -99,6 +109,21 @@ class ModelWorker:
                 job.future.set_result(result)
             finally:
                 self._finish(job)
+
+    def _prefill(self, job: Job) -> None:
+        try:
+            result: PrefillResult = self.service.prefill(job.request, job.cancel)
+        except Exception as exc:  # as for completions: report it, keep serving
+            log.exception("prefill failed for %s", job.request.uri)
+            job.future.set_exception(exc)
+        else:
+            log.info("prefilled %s: %d of %d prompt tokens computed, %d reused, %.0f ms%s", job.request.uri,
+                     result.prefilled_tokens, result.prompt_tokens, result.reused_tokens, result.total_ms,
+                     "" if result.complete else " (interrupted)")
+            self.stats.record_prefill(result)
+            job.future.set_result(result)
+        finally:
+            self._finish(job)
 
     def _drain(self) -> None:
         while True:

@@ -68,6 +68,10 @@ class Drafter(Protocol):
     def truncate(self, committed: int) -> None:
         """Keep state for the first `committed` committed tokens only."""
 
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        """Take in the committed sequence ahead of the next propose() (tokens [L] int64, features [L, H]): work
+        done here is not done on the next request's first step. May do nothing."""
+
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         """A draft tree whose root is draft_input.tokens[-1]."""
 
@@ -79,6 +83,9 @@ class NoDrafter:
         pass
 
     def truncate(self, committed: int) -> None:
+        pass
+
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
         pass
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:

@@ -39,6 +39,13 @@ class EagleDrafter:
         truncate(self.cache, self.length)
 
     @torch.no_grad()
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        """Feed the committed pairs through the head now (the first draft step after a long prompt then
+        only takes in the root's pair)."""
+        if features.shape[0] - 1 > self.length:
+            self._consume(tokens, features[:-1])
+
+    @torch.no_grad()
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or self.budget
         candidates, steps = self.draft_candidates(draft_input, budget)

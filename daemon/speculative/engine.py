@@ -1,6 +1,8 @@
 """The decode loop: prefill, then { draft -> verify -> accept -> commit } until a stop rule fires.
 
-Autoregressive decoding is the same loop with a drafter that proposes the root alone.
+Autoregressive decoding is the same loop with a drafter that proposes the root alone. `prefill()` commits
+a prompt ahead of time (e.g. when a file is opened), in chunks that a newer request can interrupt; the
+generation that follows reuses it as it reuses any earlier request's prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..models.kv_cache import keep_path
 from ..models.target import TargetModel
 from .accept import Acceptance, Sampling, accept_greedy, accept_sampling, target_probs
 from .drafter import Drafter, DraftInput, NoDrafter, TreeBudget
+from .masks import causal_mask
 from .sequence import SequenceState
 from .stats import Clock, GenerationStats
 from .verify import verify_tree
@@ -59,6 +62,53 @@ class SpeculativeEngine:
 
     def budget_for(self, state: SequenceState) -> TreeBudget:
         return self.budget(state) if callable(self.budget) else self.budget
+
+    def prefill(self, prompt: list[int], state: SequenceState, cancel: threading.Event | None = None,
+                chunk_tokens: int = 128) -> PrefillStats:
+        """Commit `prompt` to `state` (reusing its common prefix), `chunk_tokens` at a time, then let the
+        drafter take it in. Between chunks, a set `cancel` stops it; the chunks done stay committed."""
+        if chunk_tokens < 1:
+            raise ValueError("chunk_tokens must be at least 1")
+        clock = Clock(self.target.device)
+        reuse = state.common_prefix(prompt)
+        state.rewind(reuse)
+        stats = PrefillStats(prompt_tokens=len(prompt), reused_tokens=reuse)
+        while len(state.tokens) < len(prompt):
+            if cancel is not None and cancel.is_set():
+                break
+            start = len(state.tokens)
+            extend(self.target, state, prompt[start : start + chunk_tokens], logits_for=slice(0, 0))
+        stats.prefilled_tokens = len(state.tokens) - reuse
+        stats.complete = len(state.tokens) == len(prompt)
+        if stats.complete and not (cancel is not None and cancel.is_set()):
+            state.drafter.observe(torch.tensor(state.tokens, device=self.target.device), state.features.view())
+        stats.total_ms = clock.since_start()
+        return stats
+
+
+@dataclass
+class PrefillStats:
+    prompt_tokens: int = 0  # tokens in the prompt
+    reused_tokens: int = 0  # already committed before (an earlier request's or prefill's)
+    prefilled_tokens: int = 0  # computed now
+    complete: bool = False  # the whole prompt is committed (False: cancelled between chunks)
+    total_ms: float = 0.0
+
+
+def extend(target: TargetModel, state: SequenceState, tokens: list[int], logits_for: slice = slice(-1, None)
+           ) -> torch.Tensor:
+    """Run the target over `tokens` after the committed ones and commit them; returns their logits for
+    `logits_for` ([m, V] float32)."""
+    reuse = len(state.tokens)
+    ids = torch.tensor([tokens], device=target.device)
+    positions = torch.arange(reuse, reuse + len(tokens), device=target.device)[None]
+    mask = None
+    if len(tokens) > 1 and reuse > 0:
+        mask = causal_mask(len(tokens), reuse, target.dtype, target.device)
+    features, logits = target.forward(ids, positions, state.cache, attention_mask=mask, logits_for=logits_for)
+    state.tokens.extend(tokens)
+    state.features.append(features)
+    return logits
 
 
 @dataclass
@@ -126,17 +176,7 @@ class Generation:
         state.rewind(reuse)
         self.stats.prompt_tokens = len(self.prompt)
         self.stats.reused_tokens = reuse
-        fresh = self.prompt[reuse:]
-        ids = torch.tensor([fresh], device=target.device)
-        positions = torch.arange(reuse, len(self.prompt), device=target.device)[None]
-        mask = None
-        if len(fresh) > 1 and reuse > 0:
-            from .masks import causal_mask
-
-            mask = causal_mask(len(fresh), reuse, target.dtype, target.device)
-        features, logits = target.forward(ids, positions, state.cache, attention_mask=mask, logits_for=slice(-1, None))
-        state.tokens.extend(fresh)
-        state.features.append(features)
+        logits = extend(target, state, self.prompt[reuse:])
         return self._pick(logits[-1], generator)
 
     def _pick(self, logits: torch.Tensor, generator: torch.Generator | None) -> int:

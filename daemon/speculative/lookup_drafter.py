@@ -35,6 +35,9 @@ class LookupDrafter:
     def truncate(self, committed: int) -> None:
         pass
 
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        pass  # the lookup searches the sequence at each step; nothing to keep
+
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()
         candidates, _ = self.draft_candidates(draft_input, budget)
@@ -127,6 +130,9 @@ class MergedDrafter:
 
     def truncate(self, committed: int) -> None:
         self.head_drafter.truncate(committed)
+
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        self.head_drafter.observe(tokens, features)
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()

@@ -168,3 +168,37 @@ def test_typing_replay_reuses_the_prefix(daemon):
     on = summarize(replay(daemon.client, text, 200, 3, 4, cache=True))
     off = summarize(replay(daemon.client, text, 200, 3, 4, cache=False))
     assert on["reused_tokens"] > 0.5 * on["prompt_tokens"] and off["reused_tokens"] == 0
+
+
+def test_a_prefill_prepares_the_prompt_the_first_completion_reuses(daemon):
+    from nestling.daemon.bench.typing import default_document
+    from nestling.daemon.grpc_api.client import prefill_request
+
+    text = default_document(50)  # shorter than the prompt budget: every prompt starts at the file's start
+    before = daemon.client.stats().prefills
+    ready = daemon.client.prefill(prefill_request("file:///opened.py", text, len(text), "python"))
+    assert ready.complete and ready.prefilled_tokens == ready.prompt_tokens > 500 and ready.reused_tokens == 0
+    cursor = text.rindex("\n", 0, len(text) - 200) + 1  # a line start a few lines before the end
+    first = daemon.client.complete(request(uri="file:///opened.py", text=text, cursor=cursor))
+    fresh = daemon.client.complete(request(uri="file:///not-opened.py", text=text, cursor=cursor))
+    suffix_tokens = first.stats.prompt_tokens - first.stats.reused_prefix_tokens
+    assert first.stats.prompt_tokens == fresh.stats.prompt_tokens and fresh.stats.reused_prefix_tokens == 0
+    assert 0 < suffix_tokens < 130  # only what follows the cursor (and the token before it) is computed
+    assert [i.text for i in first.items] == [i.text for i in fresh.items]
+    stats = daemon.client.stats()
+    assert stats.prefills == before + 1 and stats.prefilled_tokens >= ready.prefilled_tokens
+
+
+@pytest.mark.parametrize("make,code,field", [
+    (lambda: pb.PrefillRequest(document=pb.Document(uri="", full=pb.FullText(text="x")))
+     , grpc.StatusCode.INVALID_ARGUMENT, "document.uri"),
+    (lambda: pb.PrefillRequest(document=pb.Document(uri="x", full=pb.FullText(text="x", cursor_offset=5))),
+     grpc.StatusCode.INVALID_ARGUMENT, "cursor_offset"),
+    (lambda: pb.PrefillRequest(document=pb.Document(uri="x")), grpc.StatusCode.INVALID_ARGUMENT, "document.content"),
+    (lambda: pb.PrefillRequest(document=pb.Document(uri="x", parts=pb.PrefixSuffix(prefix="x" * 300_000))),
+     grpc.StatusCode.RESOURCE_EXHAUSTED, "limit"),
+])
+def test_bad_prefills_get_the_right_code_naming_the_field(daemon, make, code, field):
+    got, details = code_of(lambda: daemon.client.prefill(make()))
+    assert got == code and field in details
+    assert daemon.client.serving()

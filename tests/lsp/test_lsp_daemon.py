@@ -1,11 +1,13 @@
 """The language server against a real daemon process: started on demand (with $/progress), used over its
 Unix socket, and found again after it restarts."""
 
+import asyncio
 import os
 import re
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import MODEL
+from nestling.daemon.grpc_api.client import Client, target_for
 from processes import wait_for_exit
 
 RUNTIME = Path(tempfile.mkdtemp(prefix="nestling-xdg-"))
@@ -66,6 +69,19 @@ async def test_the_daemon_is_started_on_demand_with_progress(client: LanguageCli
     assert socket.exists() and (socket.stat().st_mode & 0o777) == 0o600
     progress = [str(v) for values in client.progress_reports.values() for v in values]
     assert any("daemon" in p or "model" in p for p in progress), progress
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_opening_a_document_prefills_it_in_the_daemon(client: LanguageClient):
+    await client.text_document_inline_completion_async(request())  # the daemon is up
+    with Client(target_for(RUNTIME / "nestling" / "daemon.sock")) as daemon:
+        before = daemon.stats().prefilled_tokens  # the session's first, tiny, document may add a few tokens later
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri="file:///work/opened_later.py", language_id="python", version=1, text="import os\n\n" * 40)))
+        deadline = time.monotonic() + 60
+        while daemon.stats().prefilled_tokens < before + 100:  # its prompt: 40 lines, over 100 tokens
+            assert time.monotonic() < deadline, "the opened document was not prefilled"
+            await asyncio.sleep(0.1)
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -104,3 +104,81 @@ def test_prefix_reuse_gives_the_same_output_as_a_fresh_state(target, spec):
 def test_an_empty_prompt_is_refused(spec):
     with pytest.raises(ValueError):
         spec.generate([])
+
+
+LONG_PROMPT = [(7 * i + 3) % 90 + 2 for i in range(70)]
+
+
+class CancelAfter(threading.Event):
+    """An event that reads as set from its (checks + 1)-th look on: cancels after `checks` prefill chunks."""
+
+    def __init__(self, checks: int):
+        super().__init__()
+        self.checks = checks
+
+    def is_set(self) -> bool:
+        self.checks -= 1
+        return self.checks < 0
+
+
+@pytest.mark.parametrize("chunk", [1, 9, 32, 500])
+def test_prefill_commits_what_one_forward_would(target, spec, chunk):
+    state = spec.new_state()
+    stats = spec.prefill(LONG_PROMPT, state, chunk_tokens=chunk)
+    assert stats.complete and stats.prefilled_tokens == len(LONG_PROMPT) and stats.reused_tokens == 0
+    assert state.tokens == LONG_PROMPT
+    fresh = new_cache(target.config)
+    ids = torch.tensor([LONG_PROMPT], device=target.device)
+    features, _ = target.forward(ids, torch.arange(ids.shape[1], device=target.device)[None], fresh)
+    for kept, ref in zip(state.cache.layers, fresh.layers):
+        torch.testing.assert_close(kept.keys, ref.keys, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(kept.values, ref.values, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(state.features.view(), features, atol=1e-5, rtol=1e-5)
+    assert state.drafter.length == len(LONG_PROMPT) - 1  # the head took in every committed pair
+
+
+@pytest.mark.parametrize("chunk", [1, 16, 500])
+def test_a_generation_after_prefill_reuses_it_and_equals_autoregressive(target, spec, chunk):
+    ar = SpeculativeEngine(target, NoDrafter)
+    for prompt in (LONG_PROMPT, LONG_PROMPT[:50] + [60, 61, 62]):  # the same prompt; one that shares 50 tokens
+        state = spec.new_state()
+        spec.prefill(LONG_PROMPT, state, chunk_tokens=chunk)
+        after = spec.generate(prompt, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,)), state=state).run()
+        reference = ar.generate(prompt, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run()
+        assert after.stats.reused_tokens == (len(LONG_PROMPT) - 1 if prompt == LONG_PROMPT else 50)
+        assert after.tokens == reference.tokens
+
+
+def test_a_cancelled_prefill_keeps_its_chunks_and_the_output_is_unchanged(target, spec):
+    state = spec.new_state()
+    stats = spec.prefill(LONG_PROMPT, state, cancel=CancelAfter(2), chunk_tokens=16)
+    assert not stats.complete and stats.prefilled_tokens == 32 and state.tokens == LONG_PROMPT[:32]
+    assert state.drafter.length == 0  # the head is left to the generation
+    again = spec.prefill(LONG_PROMPT, state, chunk_tokens=16)
+    assert again.complete and again.reused_tokens == 32 and again.prefilled_tokens == len(LONG_PROMPT) - 32
+    after = spec.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,)), state=state).run()
+    fresh = spec.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run()
+    assert after.tokens == fresh.tokens
+
+
+def test_prefill_of_a_committed_prompt_computes_nothing(spec):
+    state = spec.new_state()
+    spec.prefill(LONG_PROMPT, state)
+    stats = spec.prefill(LONG_PROMPT, state)
+    assert stats.complete and stats.prefilled_tokens == 0 and stats.reused_tokens == len(LONG_PROMPT)
+    with pytest.raises(ValueError):
+        spec.prefill(LONG_PROMPT, state, chunk_tokens=0)
+
+
+def test_the_first_draft_after_prefill_is_the_draft_without_it(target, spec):
+    from nestling.daemon.speculative.drafter import DraftInput
+
+    budget = TreeBudget(top_k=4, depth=4, total_tokens=12)
+    prepared, plain = spec.new_state(), spec.new_state()
+    spec.prefill(LONG_PROMPT, prepared, chunk_tokens=16)  # the head takes the prompt in here...
+    spec.prefill(LONG_PROMPT, plain, chunk_tokens=16)
+    plain.drafter.reset()  # ... and here only at the first propose()
+    root = torch.tensor(LONG_PROMPT + [5], device=target.device)
+    trees = [state.drafter.propose(DraftInput(root, state.features.view()), budget) for state in (prepared, plain)]
+    assert trees[0].size > 1
+    assert torch.equal(trees[0].tokens, trees[1].tokens) and torch.equal(trees[0].parents, trees[1].parents)
