@@ -54,3 +54,4 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 nestling serve --detach
 trap 'kill "$(grep -o "pid [0-9]*" "$XDG_RUNTIME_DIR/nestling/daemon.lock" | cut -d" " -f2)" 2>/dev/null || true' EXIT
 nestling bench --target grpc --line 1500 --keystrokes 24 --out "$out/typing_latency.json"
+nestling bench --target open --out "$out/opening.json"

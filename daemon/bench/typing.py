@@ -1,6 +1,7 @@
-"""Keystroke latency against a running daemon: a line retyped character by character, a completion
-request after each keystroke, with the session's prefix cache on (one document) and off (a new document
-each time), in one run."""
+"""Latency against a running daemon, as an editor sees it. Keystrokes: a line retyped character by character,
+a completion request after each keystroke, with the session's prefix cache on (one document) and off (a new
+document each time), in one run. Openings: the first completion in a file just opened, after the prefill an
+editor's didOpen asks for (the cursor unknown: the end of the file) and without it, side by side."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def default_document(lines: int = 2000) -> str:
 
 @dataclass
 class Keystroke:
-    cache: bool
+    cache: bool  # the prompt's state was prepared: the session's previous request (typing) or a prefill (opening)
     first_token_ms: float  # request sent -> first streamed piece (client side)
     total_ms: float  # request sent -> final chunk
     reused_tokens: int
@@ -55,22 +56,62 @@ def replay(client, text: str, line: int, keystrokes: int, max_tokens: int, cache
         uri = f"file:///bench/typing-{run_id}.py" if cache else f"file:///bench/typing-{run_id}-{index}.py"
         request = full_text_request(uri, document, len(head) + len(typed), "python", max_tokens=max_tokens,
                                     line_mode=pb.LINE_MODE_SINGLE)
-        sent = time.perf_counter()
-        first = None
-        final = None
-        for chunk in client.stream(request, timeout=600):
-            if first is None:
-                first = time.perf_counter()
-            if chunk.done:
-                final = chunk
-        done = time.perf_counter()
+        keystroke = _timed(client, request, cache)
         if index > 0:
-            results.append(Keystroke(cache, (first - sent) * 1000, (done - sent) * 1000,
-                                     final.stats.reused_prefix_tokens, final.stats.prompt_tokens,
-                                     final.stats.time_to_first_token_ms))
+            results.append(keystroke)
         if progress:
             progress()
     return results
+
+
+def replay_openings(client, files: list[Path], max_tokens: int, progress=None) -> tuple[list[Keystroke], list[float]]:
+    """Open each file twice as a new document, complete in the middle of the first non-blank line from two thirds
+    down: once after a prefill at the end of the text (as `nestling lsp` asks on didOpen), once without. Returns the completions
+    (cache = prefilled) and the prefills' milliseconds on the daemon."""
+    from ...proto import completion_pb2 as pb
+    from ..grpc_api.client import full_text_request, prefill_request
+
+    results, prefill_ms = [], []
+    run_id = time.monotonic_ns()
+    for index, path in enumerate(files):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        cursor = mid_line(text, len(text) * 2 // 3)
+        for prefilled in ((True, False) if index % 2 == 0 else (False, True)):  # alternate which goes first
+            uri = f"file:///bench/open-{run_id}-{'prefilled' if prefilled else 'cold'}/{path.name}"
+            if prefilled:
+                prefill_ms.append(client.prefill(prefill_request(uri, text, len(text)), timeout=600).total_ms)
+            request = full_text_request(uri, text, cursor, max_tokens=max_tokens, line_mode=pb.LINE_MODE_SINGLE)
+            results.append(_timed(client, request, prefilled))
+            if progress:
+                progress()
+    return results, prefill_ms
+
+
+def mid_line(text: str, offset: int) -> int:
+    """The middle of the code on the first non-blank line at or after `offset` (the text's end if none)."""
+    start = text.rfind("\n", 0, offset) + 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        code = text[start:end].lstrip()
+        if code.strip():
+            return end - len(code) + len(code) // 2
+        start = end + 1
+    return len(text)
+
+
+def _timed(client, request, cache: bool) -> Keystroke:
+    """One streamed completion, timed client side."""
+    sent = time.perf_counter()
+    first = final = None
+    for chunk in client.stream(request, timeout=600):
+        if first is None:
+            first = time.perf_counter()
+        if chunk.done:
+            final = chunk
+    done = time.perf_counter()
+    return Keystroke(cache, (first - sent) * 1000, (done - sent) * 1000, final.stats.reused_prefix_tokens,
+                     final.stats.prompt_tokens, final.stats.time_to_first_token_ms)
 
 
 def summarize(results: list[Keystroke]) -> dict:

@@ -35,9 +35,11 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
-    p.add_argument("--target", choices=["engine", "grpc", "syntax", "lookup"], default="engine",
+    p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup"], default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
-                        "running daemon, prefix cache on and off; syntax: incremental parse + region lookup "
+                        "running daemon, prefix cache on and off; open: the first completion in a file just "
+                        "opened (SOURCES, default the held-out files), with and without the prefill editors ask "
+                        "for on opening, against a running daemon; syntax: incremental parse + region lookup "
                         "after a one-character edit in a 5,000-line file, per language; lookup: how often "
                         "prompt-lookup continuations hold, per matched n-gram length, on the target's own "
                         "continuations cached by train-head (--cache-dir)")
@@ -47,9 +49,9 @@ def add_parser(sub, add_model_options) -> None:
                                              "file made of the held-out Python files)")
     p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
     p.add_argument("--keystrokes", type=int, default=12, help="--target grpc: requests per cache setting")
-    p.add_argument("--socket", help="--target grpc: the daemon's socket (default: the user's daemon)")
-    p.add_argument("--tcp", help="--target grpc: the daemon's HOST:PORT instead of the socket")
-    p.add_argument("--token", help="--target grpc: bearer token, if the daemon requires one")
+    p.add_argument("--socket", help="--target grpc/open: the daemon's socket (default: the user's daemon)")
+    p.add_argument("--tcp", help="--target grpc/open: the daemon's HOST:PORT instead of the socket")
+    p.add_argument("--token", help="--target grpc/open: bearer token, if the daemon requires one")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
@@ -59,6 +61,8 @@ def add_parser(sub, add_model_options) -> None:
 def run(args) -> int:
     if args.target == "grpc":
         return run_typing(args)
+    if args.target == "open":
+        return run_openings(args)
     if args.target == "syntax":
         return run_syntax(args)
     if args.target == "lookup":
@@ -136,15 +140,53 @@ def run_typing(args) -> int:
         return 0
     print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {args.line} of a "
           f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
-    print(f"{'prefix cache':<14}{'TTFT p50':>10}{'p95':>9}{'p99':>9}{'total p50':>11}{'p95':>9}{'p99':>9}"
+    print_latency_rows("prefix cache", {setting.replace("cache_", ""): data for setting, data in runs.items()})
+    print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
+    return 0
+
+
+def run_openings(args) -> int:
+    from tqdm import tqdm
+
+    from ..bench.typing import DATA, replay_openings, summarize
+    from ..grpc_api.client import Client, target_for
+
+    files = [p for p in args.sources if p.is_file()] or sorted(p for p in DATA.iterdir() if p.is_file())
+    address = target_for(args.socket, args.tcp)
+    with Client(address, args.token) as client:
+        if not client.serving():
+            raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
+        with tqdm(total=2 * len(files), desc="opening", unit="request") as bar:
+            results, prefill_ms = replay_openings(client, files, min(args.max_tokens, 16), progress=lambda: bar.update(1))
+        daemon = client.stats()
+    runs = {name: summarize([r for r in results if r.cache == prefilled])
+            for name, prefilled in (("prefilled", True), ("not_prefilled", False))}
+    ratio = runs["not_prefilled"]["first_token_ms"]["p50"] / max(runs["prefilled"]["first_token_ms"]["p50"], 1e-9)
+    report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
+              "files": [p.name for p in files], **runs,
+              "prefill_ms": {"mean": round(sum(prefill_ms) / len(prefill_ms), 1), "max": round(max(prefill_ms), 1)},
+              "first_token_speedup_from_prefill": round(ratio, 2)}
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); the first completion in each of {len(files)} files "
+          "just opened, mid-line two thirds down")
+    print_latency_rows("opened", {name.replace("_", " "): data for name, data in runs.items()})
+    print(f"prefill on opening: {report['prefill_ms']['mean']:.0f} ms mean, {report['prefill_ms']['max']:.0f} ms max "
+          f"(before the first request); median time to first token {ratio:.1f}x faster after it")
+    return 0
+
+
+def print_latency_rows(label: str, runs: dict) -> None:
+    print(f"{label:<14}{'TTFT p50':>10}{'p95':>9}{'p99':>9}{'total p50':>11}{'p95':>9}{'p99':>9}"
           f"{'prompt tok':>12}{'reused':>9}{'server TTFT p50':>17}")
     for setting, data in runs.items():
         f, t = data["first_token_ms"], data["total_ms"]
-        print(f"{setting.replace('cache_', ''):<14}{f['p50']:>10.1f}{f['p95']:>9.1f}{f['p99']:>9.1f}{t['p50']:>11.1f}"
+        print(f"{setting:<14}{f['p50']:>10.1f}{f['p95']:>9.1f}{f['p99']:>9.1f}{t['p50']:>11.1f}"
               f"{t['p95']:>9.1f}{t['p99']:>9.1f}{data['prompt_tokens']:>12.0f}{data['reused_tokens']:>9.0f}"
               f"{data['server_first_token_ms_p50']:>17.1f}")
-    print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
-    return 0
 
 
 def run_syntax(args) -> int:

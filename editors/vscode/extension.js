@@ -15,7 +15,8 @@ function activate(context) {
     { command: settings.get("command"), args: ["lsp"] },
     {
       documentSelector: languages.map((language) => ({ scheme: "file", language })),
-      initializationOptions: { nestling: { maxTokens: settings.get("maxTokens"), lineMode: settings.get("lineMode") } },
+      initializationOptions: { nestling: { maxTokens: settings.get("maxTokens"), lineMode: settings.get("lineMode"),
+        prefillOnOpen: settings.get("prefillOnOpen") } },
     },
   );
   client.registerProposedFeatures();

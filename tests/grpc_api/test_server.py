@@ -202,3 +202,15 @@ def test_bad_prefills_get_the_right_code_naming_the_field(daemon, make, code, fi
     got, details = code_of(lambda: daemon.client.prefill(make()))
     assert got == code and field in details
     assert daemon.client.serving()
+
+
+def test_opening_replay_reuses_the_prefill(daemon):
+    from nestling.daemon.bench.typing import DATA, replay_openings
+
+    files = [DATA / "inventory.py", DATA / "lru_cache.go"]
+    results, prefill_ms = replay_openings(daemon.client, files, 4)
+    prefilled = [r for r in results if r.cache]
+    cold = [r for r in results if not r.cache]
+    assert len(prefilled) == len(cold) == 2 and len(prefill_ms) == 2 and all(ms > 0 for ms in prefill_ms)
+    assert all(r.reused_tokens > 0.5 * r.prompt_tokens for r in prefilled)
+    assert all(r.reused_tokens == 0 for r in cold)
