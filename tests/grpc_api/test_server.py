@@ -212,5 +212,6 @@ def test_opening_replay_reuses_the_prefill(daemon):
     prefilled = [r for r in results if r.cache]
     cold = [r for r in results if not r.cache]
     assert len(prefilled) == len(cold) == 2 and len(prefill_ms) == 2 and all(ms > 0 for ms in prefill_ms)
-    assert all(r.reused_tokens > 0.5 * r.prompt_tokens for r in prefilled)
+    suffix_budget = daemon.config.suffix_tokens
+    assert all(0 < r.prompt_tokens - r.reused_tokens <= suffix_budget + 4 for r in prefilled), prefilled
     assert all(r.reused_tokens == 0 for r in cold)
