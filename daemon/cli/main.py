@@ -9,10 +9,10 @@ import logging
 import sys
 
 from ..models.errors import ModelLoadError
-from . import bench, complete, config, lsp, profile, serve, train_head
+from . import bench, complete, config, lsp, profile, serve, status, train_head
 
-COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "lsp": lsp, "config": config, "profile": profile,
-            "train-head": train_head}
+COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "status": status, "lsp": lsp, "config": config,
+            "profile": profile, "train-head": train_head}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

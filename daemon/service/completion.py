@@ -82,7 +82,7 @@ class PrefillResult:
     prompt_tokens: int = 0  # tokens in the prompt prepared
     reused_tokens: int = 0  # of them already in the session's model state
     prefilled_tokens: int = 0  # of them computed now
-    complete: bool = False  # False: a completion request came first and interrupted it (what was done stays)
+    complete: bool = False  # False: a completion request or a newer prefill interrupted it (what was done stays)
     total_ms: float = 0.0
 
 

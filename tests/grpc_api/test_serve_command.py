@@ -1,5 +1,6 @@
 """`nestling serve` as a user runs it: detach, one daemon per user, token auth, --stop (a graceful SIGTERM)."""
 
+import json
 import os
 import re
 import signal
@@ -41,6 +42,12 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
         with Client(target_for(socket), token="s3cret") as client:
             answer = client.complete(full_text_request("file:///t.py", "def f():\n    ", 13, max_tokens=4))
             assert answer.stats.tokens > 0
+        status = nestling("status", "--token", "s3cret", env=env)
+        assert status.returncode == 0 and f"(pid {pid}) serving" in status.stdout and "1 completions" in status.stdout
+        stats = json.loads(nestling("status", "--json", "--token", "s3cret", env=env).stdout)
+        assert stats["requests"] == 1 and stats["head"] == "untrained" and stats["time_to_first_token"]["p50_ms"] > 0
+        refused = nestling("status", env=env)
+        assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
     finally:
         stopped = nestling("serve", "--stop", "--wait", 60, env=env)  # SIGTERM, then waits for the exit
         if stopped.returncode != 0:
@@ -51,6 +58,8 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     assert not socket.exists()
     again = nestling("serve", "--stop", env=env)
     assert again.returncode == 0 and "no nestling daemon is running" in again.stdout
+    status = nestling("status", env=env)
+    assert status.returncode == 1 and "no nestling daemon serving" in status.stdout
 
 
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):

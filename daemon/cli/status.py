@@ -1,0 +1,69 @@
+"""`nestling status`: is the daemon up, what it runs, and how it has been doing (its GetStats)."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub, add_model_options) -> None:
+    p = sub.add_parser("status", help="show whether the daemon is serving, its model and its latency so far")
+    p.add_argument("--socket", help="the daemon's socket (default: the configured one)")
+    p.add_argument("--tcp", help="the daemon's HOST:PORT instead of the socket")
+    p.add_argument("--token", help="bearer token, if the daemon requires one (default: the configured one)")
+    p.add_argument("--json", action="store_true", help="print the daemon's stats as JSON")
+
+
+def run(args) -> int:
+    import grpc
+
+    from ..grpc_api.client import Client, target_for
+    from ..grpc_api.daemon_lock import DaemonError, DaemonLock
+    from ..service.config import load_config, runtime_dir
+
+    config, _ = load_config({"socket": args.socket, "tcp": args.tcp, "token": args.token})
+    address = target_for(config.socket_path, args.tcp)
+    with Client(address, config.token) as client:
+        if not client.serving():
+            print(f"no nestling daemon serving at {address}; start one with `nestling serve --detach`")
+            return 1
+        try:
+            stats = client.stats()
+        except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
+            raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
+    if args.json:
+        print(json.dumps(as_dict(stats), indent=2))
+        return 0
+    try:
+        pid = DaemonLock(runtime_dir()).holder() if not args.socket and not args.tcp else None
+    except DaemonError:
+        pid = None
+    print("\n".join(describe(stats, address, pid)))
+    return 0
+
+
+def describe(stats, address: str, pid: int | None) -> list[str]:
+    """Human-readable lines for a GetStatsResponse."""
+    first, total = stats.time_to_first_token, stats.total
+    return [
+        f"nestling daemon{f' (pid {pid})' if pid else ''} serving at {address}",
+        f"model     {stats.model} on {stats.device} ({stats.dtype}); head {stats.head}",
+        f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions ({stats.errors} failed, "
+        f"{stats.superseded} superseded by a newer one), mean tau {stats.mean_tau:.2f}",
+        f"latency   first token p50 {first.p50_ms:.0f} ms, p95 {first.p95_ms:.0f}, p99 {first.p99_ms:.0f}; "
+        f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}",
+        f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "
+        f"{stats.cache_documents} documents",
+        f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens",
+    ]
+
+
+def as_dict(message) -> dict:
+    """Every field of a message, numbers as JSON numbers (protobuf's own JSON writes 64-bit ones as strings)."""
+    return {field.name: as_dict(getattr(message, field.name)) if field.message_type else getattr(message, field.name)
+            for field in message.DESCRIPTOR.fields}
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
