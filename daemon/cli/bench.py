@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..modes import MODE_HELP, MODES, PEER_HELP, PEERS
@@ -98,13 +99,10 @@ def run(args) -> int:
     }
     if runtime._profile is not None:
         report["cost_profile"] = {"verify_ms": runtime.profile.verify_ms, "draft_step_ms": runtime.profile.draft_step_ms}
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2, default=str))
+    printed = write_report(report, args)
     if args.plot:
         plot_regions(report, args.plot)
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-    else:
+    if not printed:
         env = report["environment"]
         print(f"model {env['model']} on {env['device']} ({env['dtype']}), head {env['head']}, "
               f"{len(prompts)} prompts, {args.max_tokens} new tokens each")
@@ -116,13 +114,9 @@ def run_typing(args) -> int:
     from tqdm import tqdm
 
     from ..bench.typing import default_document, replay, summarize
-    from ..grpc_api.client import Client, target_for
 
     text = args.file.read_text(encoding="utf-8", errors="replace") if args.file else default_document()
-    address = target_for(args.socket, args.tcp)
-    with Client(address, args.token) as client:
-        if not client.serving():
-            raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
+    with serving_daemon(args) as client:
         bar = tqdm(total=2 * (args.keystrokes + 1), desc="typing", unit="request")
         runs = {setting: summarize(replay(client, text, args.line, args.keystrokes, min(args.max_tokens, 16),
                                           cache=setting == "cache_on", progress=lambda: bar.update(1)))
@@ -133,10 +127,7 @@ def run_typing(args) -> int:
     report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
               "document_lines": text.count("\n"), "line": args.line, **runs,
               "first_token_speedup_from_cache": round(ratio, 2)}
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if write_report(report, args):
         return 0
     print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {args.line} of a "
           f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
@@ -149,13 +140,9 @@ def run_openings(args) -> int:
     from tqdm import tqdm
 
     from ..bench.typing import DATA, replay_openings, summarize
-    from ..grpc_api.client import Client, target_for
 
     files = [p for p in args.sources if p.is_file()] or sorted(p for p in DATA.iterdir() if p.is_file())
-    address = target_for(args.socket, args.tcp)
-    with Client(address, args.token) as client:
-        if not client.serving():
-            raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
+    with serving_daemon(args) as client:
         with tqdm(total=2 * len(files), desc="opening", unit="request") as bar:
             results, prefill_ms = replay_openings(client, files, min(args.max_tokens, 16), progress=lambda: bar.update(1))
         daemon = client.stats()
@@ -166,10 +153,7 @@ def run_openings(args) -> int:
               "files": [p.name for p in files], **runs,
               "prefill_ms": {"mean": round(sum(prefill_ms) / len(prefill_ms), 1), "max": round(max(prefill_ms), 1)},
               "first_token_speedup_from_prefill": round(ratio, 2)}
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if write_report(report, args):
         return 0
     print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); the first completion in each of {len(files)} files "
           "just opened, mid-line two thirds down")
@@ -177,6 +161,28 @@ def run_openings(args) -> int:
     print(f"prefill on opening: {report['prefill_ms']['mean']:.0f} ms mean, {report['prefill_ms']['max']:.0f} ms max "
           f"(before the first request); median time to first token {ratio:.1f}x faster after it")
     return 0
+
+
+@contextmanager
+def serving_daemon(args):
+    """A client of the daemon at --socket / --tcp (default: the user's); a clear error if none serves there."""
+    from ..grpc_api.client import Client, target_for
+
+    address = target_for(args.socket, args.tcp)
+    with Client(address, args.token) as client:
+        if not client.serving():
+            raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
+        yield client
+
+
+def write_report(report: dict, args) -> bool:
+    """Write the JSON report to --out, print it with --json; True when printed (the table is then left out)."""
+    text = json.dumps(report, indent=2, default=str)
+    if args.out:
+        args.out.write_text(text)
+    if args.json:
+        print(text)
+    return bool(args.json)
 
 
 def print_latency_rows(label: str, runs: dict) -> None:
@@ -193,10 +199,7 @@ def run_syntax(args) -> int:
     from ..bench.syntax_latency import measure
 
     results = measure()
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=2))
-    if args.json:
-        print(json.dumps(results, indent=2))
+    if write_report(results, args):
         return 0
     print("one-character edit at a line end + incremental reparse + region at the cursor, 5,000-line files")
     print(f"{'language':<12}{'file':<22}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}")
@@ -232,10 +235,7 @@ def run_lookup(args) -> int:
     rows = summarize(measure(sequences(), drafter, progress=lambda: bar.update(1)))
     bar.close()
     report = {"cache_dir": str(args.cache_dir), "sequences": bar.n, "drafter": vars(drafter), "rows": rows}
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if write_report(report, args):
         return 0
     print(f"prompt-lookup acceptance on {bar.n} distilled sequences from {args.cache_dir}")
     print(format_rows(rows))
