@@ -1,0 +1,15 @@
+"""Language server settings: parsed from initializationOptions / didChangeConfiguration, bad values reported."""
+
+from nestling.lsp.settings import Settings, merge
+
+
+def test_prefill_on_open_is_on_by_default_and_can_be_turned_off():
+    assert Settings().prefill_on_open
+    assert not merge(Settings(), {"nestling": {"prefillOnOpen": False}}).prefill_on_open
+    assert not merge(Settings(), {"prefillOnOpen": False}).prefill_on_open  # the wrapper is optional
+
+
+def test_bad_values_are_ignored_and_listed():
+    merged = merge(Settings(), {"prefillOnOpen": "no", "maxTokens": 0, "lineMode": "multi"})
+    assert merged.prefill_on_open and merged.max_tokens == Settings().max_tokens and merged.line_mode == "multi"
+    assert set(merged.problems) == {"prefillOnOpen='no'", "maxTokens=0"}
