@@ -64,10 +64,13 @@ def replay(client, text: str, line: int, keystrokes: int, max_tokens: int, cache
     return results
 
 
-def replay_openings(client, files: list[Path], max_tokens: int, progress=None) -> tuple[list[Keystroke], list[float]]:
+def replay_openings(client, files: list[Path], max_tokens: int, progress=None, delay_s: float | None = None
+                    ) -> tuple[list[Keystroke], list[float]]:
     """Open each file twice as a new document, complete in the middle of the first non-blank line from two thirds
-    down: once after a prefill at the end of the text (as `nestling lsp` asks on didOpen), once without. Returns the completions
-    (cache = prefilled) and the prefills' milliseconds on the daemon."""
+    down: once after a prefill at the end of the text (as `nestling lsp` asks on didOpen), once without. The
+    completion waits for the prefill to finish, or with `delay_s` is sent that long after it (the user types
+    before the prefill is done: it is interrupted). Returns the completions (cache = prefilled) and the
+    prefills' milliseconds on the daemon."""
     from ...proto import completion_pb2 as pb
     from ..grpc_api.client import full_text_request, prefill_request
 
@@ -78,10 +81,16 @@ def replay_openings(client, files: list[Path], max_tokens: int, progress=None) -
         cursor = mid_line(text, len(text) * 2 // 3)
         for prefilled in ((True, False) if index % 2 == 0 else (False, True)):  # alternate which goes first
             uri = f"file:///bench/open-{run_id}-{'prefilled' if prefilled else 'cold'}/{path.name}"
-            if prefilled:
-                prefill_ms.append(client.prefill(prefill_request(uri, text, len(text)), timeout=600).total_ms)
             request = full_text_request(uri, text, cursor, max_tokens=max_tokens, line_mode=pb.LINE_MODE_SINGLE)
+            if prefilled:
+                opened = client.prefill_future(prefill_request(uri, text, len(text)), timeout=600)
+                if delay_s is None:
+                    opened.result()
+                else:
+                    time.sleep(delay_s)
             results.append(_timed(client, request, prefilled))
+            if prefilled:
+                prefill_ms.append(opened.result().total_ms)
             if progress:
                 progress()
     return results, prefill_ms

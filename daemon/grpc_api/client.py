@@ -75,6 +75,10 @@ class Client:
     def prefill(self, request: pb.PrefillRequest, timeout: float | None = None) -> pb.PrefillResponse:
         return self.stub.Prefill(request, timeout=timeout, metadata=self.metadata)
 
+    def prefill_future(self, request: pb.PrefillRequest, timeout: float | None = None):
+        """The Prefill call in the background: a future whose result() is the PrefillResponse."""
+        return self.stub.Prefill.future(request, timeout=timeout, metadata=self.metadata)
+
 
 class AsyncClient:
     """asyncio client (grpc.aio), for the language server."""

@@ -215,3 +215,18 @@ def test_opening_replay_reuses_the_prefill(daemon):
     suffix_budget = daemon.config.suffix_tokens
     assert all(0 < r.prompt_tokens - r.reused_tokens <= suffix_budget + 4 for r in prefilled), prefilled
     assert all(r.reused_tokens == 0 for r in cold)
+
+
+def test_a_completion_right_after_the_prefill_interrupts_it(daemon):
+    from nestling.daemon.bench.typing import DATA, replay_openings
+
+    files = [DATA / "inventory.py", DATA / "lru_cache.go"]
+
+    def prefilled_tokens(delay_s):
+        before = daemon.client.stats().prefilled_tokens
+        results, prefill_ms = replay_openings(daemon.client, files, 4, delay_s=delay_s)
+        assert len(results) == 4 and len(prefill_ms) == 2
+        return daemon.client.stats().prefilled_tokens - before
+
+    whole = prefilled_tokens(None)  # each completion waits for its prefill
+    assert prefilled_tokens(0.0) < whole / 2  # sent at once: the prefills stop within a chunk or never start
