@@ -215,7 +215,7 @@ class CompletionService:
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
         prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
         engine, state = self._engine_and_state(session, self.config.mode)
-        stats = engine.prefill(prompt.token_ids, state, cancel)
+        stats = engine.prefill(prompt.token_ids, state, cancel, chunk_tokens=self.config.prefill_chunk_tokens)
         self.sessions.enforce_limit(keep=request.uri)
         return PrefillResult(prompt_tokens=stats.prompt_tokens, reused_tokens=stats.reused_tokens,
                              prefilled_tokens=stats.prefilled_tokens, complete=stats.complete,

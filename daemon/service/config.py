@@ -39,6 +39,9 @@ class ServiceConfig:
     # every keystroke re-runs it; 128 tokens (~10-15 lines) halves time to first token against 256 on a CPU
     # (BENCHMARKS.md, "Keystroke latency").
     suffix_tokens: int = 128
+    # prompt tokens a prefill (a file just opened) computes between checks for a completion request, which waits at
+    # most one such chunk (~0.35 s at 128 on a 2-core CPU; smaller chunks cost more forwards)
+    prefill_chunk_tokens: int = 128
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
@@ -87,6 +90,8 @@ def _validate(config: ServiceConfig) -> None:
         value = getattr(config, name)
         if not isinstance(value, int) or value < 0:
             raise ValueError(f"setting {name} must be a non-negative integer, not {value!r}")
+    if not isinstance(config.prefill_chunk_tokens, int) or config.prefill_chunk_tokens < 1:
+        raise ValueError(f"setting prefill_chunk_tokens must be a positive integer, not {config.prefill_chunk_tokens!r}")
     for name in ("allow_remote", "draft_gate", "packed_weights", "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
