@@ -230,3 +230,18 @@ def test_a_completion_right_after_the_prefill_interrupts_it(daemon):
 
     whole = prefilled_tokens(None)  # each completion waits for its prefill
     assert prefilled_tokens(0.0) < whole / 2  # sent at once: the prefills stop within a chunk or never start
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(uri=st.text(max_size=20), language=st.text(max_size=12), text=st.text(max_size=300), cursor=st.integers(0, 400),
+       parts=st.booleans())
+def test_fuzzed_prefills_never_crash_the_daemon(daemon, uri, language, text, cursor, parts):
+    content = ({"parts": pb.PrefixSuffix(prefix=text[:cursor], suffix=text[cursor:])} if parts
+               else {"full": pb.FullText(text=text, cursor_offset=cursor)})
+    try:
+        reply = daemon.client.prefill(pb.PrefillRequest(document=pb.Document(uri=uri, language_id=language, **content)),
+                                      timeout=60)
+        assert reply.complete and reply.prefilled_tokens + reply.reused_tokens == reply.prompt_tokens
+    except grpc.RpcError as exc:
+        assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT, exc.details()
+    assert daemon.client.serving()
