@@ -28,7 +28,7 @@ class NestlingLanguageServer(LanguageServer):
         self.make_backend = make_backend  # Settings -> DaemonBackend | EmbeddedBackend
         self.settings = Settings()
         self.backend: DaemonBackend | EmbeddedBackend | None = None
-        self.background: set[asyncio.Task] = set()  # fire-and-forget work (prefills), kept until it ends
+        self.prefilling: asyncio.Task | None = None  # the prefill of the document opened last, until it ends
         self.ready: asyncio.Task | None = None  # the backend's start at initialization (prefills wait for it)
 
     def progress(self):
@@ -113,9 +113,9 @@ def build_server(make_backend) -> NestlingLanguageServer:
         if ls.settings.prefill_on_open and ls.settings.enabled_for(document.language_id or ""):
             text = document.source  # the cursor is unknown: its end makes the prompt cover the file's last window
             opened = Opened(uri=document.uri, language_id=document.language_id or "", text=text, cursor=len(text))
-            task = asyncio.ensure_future(_prefill(ls, opened))
-            ls.background.add(task)
-            task.add_done_callback(ls.background.discard)
+            if ls.prefilling is not None:
+                ls.prefilling.cancel()  # the newest document wins; cancelled here, an older request can't arrive later
+            ls.prefilling = asyncio.ensure_future(_prefill(ls, opened))
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: NestlingLanguageServer, params: types.InlineCompletionParams):

@@ -93,8 +93,11 @@ class AsyncClient:
         await self.channel.close()
 
     async def serving(self, timeout: float = 2.0) -> bool:
+        """Waits up to `timeout` for the channel to connect: failing at once while it is between reconnection
+        attempts read as "no daemon" and made the language server start a second one."""
         try:
-            reply = await self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            reply = await self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout,
+                                            wait_for_ready=True)
         except grpc.RpcError:
             return False
         return reply.status == health_pb2.HealthCheckResponse.SERVING
