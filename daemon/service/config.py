@@ -85,13 +85,12 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
 
 
 def _validate(config: ServiceConfig) -> None:
-    for name in ("max_tokens", "max_tokens_limit", "prefix_tokens", "suffix_tokens", "max_document_chars",
-                 "cache_limit_mb"):
+    for name, least in (("max_tokens", 0), ("max_tokens_limit", 0), ("prefix_tokens", 0), ("suffix_tokens", 0),
+                        ("max_document_chars", 0), ("cache_limit_mb", 0), ("prefill_chunk_tokens", 1)):
         value = getattr(config, name)
-        if not isinstance(value, int) or value < 0:
-            raise ValueError(f"setting {name} must be a non-negative integer, not {value!r}")
-    if not isinstance(config.prefill_chunk_tokens, int) or config.prefill_chunk_tokens < 1:
-        raise ValueError(f"setting prefill_chunk_tokens must be a positive integer, not {config.prefill_chunk_tokens!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
+            kind = "a positive" if least else "a non-negative"
+            raise ValueError(f"setting {name} must be {kind} integer, not {value!r}")
     for name in ("allow_remote", "draft_gate", "packed_weights", "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")

@@ -75,6 +75,9 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("prefill_chunk_tokens = 0\n")
     result = nestling("config", env=env)
     assert result.returncode == 2 and "setting prefill_chunk_tokens must be a positive integer" in result.stderr
+    (tmp_path / "none.toml").write_text("max_tokens = true\n")
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and "setting max_tokens must be a non-negative integer, not True" in result.stderr
     (tmp_path / "none.toml").write_text("max_tokens = 5\n")
     result = nestling("config", "--json", env=env)
     assert '"max_tokens": 5' in result.stdout
