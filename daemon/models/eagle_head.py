@@ -8,6 +8,12 @@ EAGLE, unless the checkpoint carries one). `embed_tokens.weight` may be present 
 head always uses the target's embedding. Optional reduced draft vocabulary (EAGLE-3 convention):
 `d2t` [Vd] int64 offsets, target_id = draft_id + d2t[draft_id], and `draft_vocab_size` in the config;
 its lm_head rows are the target's own rows unless the checkpoint has `lm_head.weight` [Vd, H].
+
+Fused features (EAGLE-3's input, nestling's layout): a config with `target_feature_layers` [i, j, k] reads the
+target's hidden states at those indices (0 = embeddings, i = the input of layer i) concatenated; `fuse.weight`
+[H, 3H] projects them to H before the fc, and `norm.weight` [H] normalises the head's output before the
+lm_head (its output is then a residual-stream state, not the target's normed last hidden state). While
+drafting, the head's own output stands in for the projected features, as in EAGLE-3.
 """
 
 from __future__ import annotations
@@ -43,6 +49,21 @@ def _family_classes(config) -> tuple[type, type]:
     return layer[0], rotary[0]
 
 
+def _family_norm(config) -> type:
+    """The RMSNorm class of the decoder layer's family (the head's output norm when it reads fused features)."""
+    module = sys.modules[_family_classes(config)[0].__module__]
+    norms = [getattr(module, n) for n in dir(module) if n.endswith("RMSNorm")]
+    if len(norms) != 1:
+        raise HeadLoadError(f"model family {config.model_type!r} has no single RMSNorm class for a fused-feature head")
+    return norms[0]
+
+
+def fused_feature_layers(num_layers: int) -> tuple[int, int, int]:
+    """Low, middle and high hidden-state indices for a fused-feature head: the high one is the input of the
+    target's last layer, which a new head's decoder layer starts as a copy of (EAGLE-3 takes L - 3)."""
+    return (min(2, num_layers - 1), num_layers // 2, num_layers - 1)
+
+
 def head_config_from_target(target_config) -> object:
     """A one-layer config of the target's family, the shape a new head takes."""
     config = target_config.__class__.from_dict(target_config.to_dict())
@@ -62,6 +83,7 @@ class EagleHead(nn.Module):
         input_norm: bool = False,  # EAGLE layer 0 has no input_layernorm
         draft_to_target: torch.Tensor | None = None,  # [Vd] int64 target id of each draft id (None = full vocab)
         own_lm_head: bool = False,  # True when the checkpoint has its own lm_head [Vd, H]
+        feature_layers: tuple[int, ...] = (),  # target hidden states fused into the input; () = the lm_head input
     ):
         super().__init__()
         config._attn_implementation = attention_implementation()
@@ -75,6 +97,10 @@ class EagleHead(nn.Module):
         self.rotary = rotary_cls(config=config)
         self.register_buffer("draft_to_target", draft_to_target, persistent=False)
         self.lm_head = nn.Linear(hidden, int(draft_to_target.numel()), bias=False) if own_lm_head else None
+        self.feature_layers = tuple(feature_layers)
+        fused = bool(self.feature_layers)
+        self.fuse = nn.Linear(len(self.feature_layers) * hidden, hidden, bias=False) if fused else None
+        self.norm = _family_norm(config)(hidden, eps=config.rms_norm_eps) if fused else None
         params = inspect.signature(self.layers[0].forward).parameters
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._target_embed: nn.Module | None = None
@@ -90,7 +116,8 @@ class EagleHead(nn.Module):
         return self.config.vocab_size if self.draft_to_target is None else int(self.draft_to_target.numel())
 
     def attach(self, target) -> "EagleHead":
-        """Bind the target's embedding and lm_head rows; move to the target's device and dtype."""
+        """Bind the target's embedding and lm_head rows, and make its forward return the features this head
+        reads (target.feature_layers); move to the target's device and dtype."""
         if target.config.hidden_size != self.config.hidden_size:
             raise HeadLoadError(
                 f"head hidden_size {self.config.hidden_size} does not match the target's {target.config.hidden_size}"
@@ -98,6 +125,10 @@ class EagleHead(nn.Module):
         vocab = target.config.vocab_size
         if self.draft_to_target is not None and int(self.draft_to_target.max()) >= vocab:
             raise HeadLoadError(f"head draft vocabulary maps to token ids beyond the target's vocabulary ({vocab})")
+        try:
+            target.use_feature_layers(self.feature_layers)
+        except ValueError as exc:
+            raise HeadLoadError(f"the head reads {exc}") from None
         self.to(device=target.device, dtype=target.dtype)
         if self.draft_to_target is not None:
             self.draft_to_target = self.draft_to_target.to(target.device)
@@ -112,9 +143,13 @@ class EagleHead(nn.Module):
         object.__setattr__(self, "_draft_lm_weight", draft_weight)
         return self
 
+    def input_features(self, target_features: torch.Tensor) -> torch.Tensor:
+        """[.., F] target features -> [.., H], what forward() reads for a committed position."""
+        return target_features if self.fuse is None else self.fuse(target_features)
+
     def forward(
         self,
-        features: torch.Tensor,  # [1, n, H] target features (or the head's own outputs while drafting)
+        features: torch.Tensor,  # [1, n, H] input_features() of the target's, or the head's own outputs while drafting
         token_ids: torch.Tensor,  # [1, n] int64 target ids of the token that follows each feature
         position_ids: torch.Tensor,  # [1, n] int64
         attention_mask: torch.Tensor | None,  # [1, 1, n, past + n] additive float mask (None only when n == 1)
@@ -135,8 +170,13 @@ class EagleHead(nn.Module):
             **{self._cache_kwarg: cache},
         )
 
+    def output_states(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The head's outputs [.., H] as the lm_head reads them (normed when it has its own output norm)."""
+        return hidden if self.norm is None else self.norm(hidden)
+
     def draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits over the draft vocabulary, float32: [..., Vd]."""
+        hidden = self.output_states(hidden)
         if self._draft_lm_packed is not None:
             return self._draft_lm_packed(hidden).float()
         return torch.nn.functional.linear(hidden, self._draft_lm_weight).float()
@@ -163,16 +203,23 @@ class EagleHead(nn.Module):
         return {k: v.detach().contiguous().cpu() for k, v in state.items()}
 
 
-def head_from_target(target, draft_to_target: torch.Tensor | None = None) -> EagleHead:
-    """A head whose decoder layer starts as the target's last layer and whose fc passes the feature through:
-    the starting point of training, and a weak drafter when no trained head exists. Attached to `target`."""
-    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_to_target)
+def head_from_target(target, draft_to_target: torch.Tensor | None = None,
+                     feature_layers: tuple[int, ...] = ()) -> EagleHead:
+    """A head whose decoder layer starts as the target's last layer and whose fc passes the feature through
+    (a fused head's `fuse` passes the last of its layers, and its norm starts as the target's final norm): the
+    starting point of training, and a weak drafter when no trained head exists. Attached to `target`."""
+    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_to_target,
+                     feature_layers=feature_layers)
     head.layers[0].load_state_dict(target.decoder.layers[-1].state_dict())
     hidden = target.config.hidden_size
     with torch.no_grad():
         head.fc.weight.zero_()
         head.fc.bias.zero_()
         head.fc.weight[:, hidden:] = torch.eye(hidden)
+        if head.fuse is not None:
+            head.fuse.weight.zero_()
+            head.fuse.weight[:, -hidden:] = torch.eye(hidden)
+            head.norm.load_state_dict(target.decoder.norm.state_dict())
     return head.attach(target)
 
 
@@ -193,6 +240,8 @@ def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None,
     config.pop("_name_or_path", None)  # where the target happened to be loaded from: a local path, not the head's
     if head.draft_to_target is not None:
         config["draft_vocab_size"] = head.draft_vocab_size
+    if head.feature_layers:
+        config["target_feature_layers"] = list(head.feature_layers)
     config.update(extra_config or {})
     state = head.checkpoint_state(dtype)
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
@@ -226,7 +275,7 @@ def _read_config(folder: Path):
     model_type = raw.get("model_type") or _model_type_from_architectures(raw.get("architectures") or [])
     if model_type is None:
         raise HeadLoadError(f"{path}: neither model_type nor a known architecture is given")
-    known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types")}
+    known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types", "target_feature_layers")}
     known["num_hidden_layers"] = 1
     try:
         config = AutoConfig.for_model(model_type, **known)
@@ -268,6 +317,10 @@ def load_head(folder: str | Path, target=None) -> EagleHead:
             f"{weights}: fc.weight has shape {tuple(state['fc.weight'].shape)}, "
             f"expected {(hidden, 2 * hidden)} for hidden_size {hidden} in config.json"
         )
+    layers = raw.get("target_feature_layers") or []
+    if not isinstance(layers, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i
+                                                for i in layers):
+        raise HeadLoadError(f"{folder / 'config.json'}: target_feature_layers must be a list of layer indices")
     draft_to_target = None
     if "d2t" in state:
         offsets = state.pop("d2t").to(torch.long)
@@ -280,6 +333,7 @@ def load_head(folder: str | Path, target=None) -> EagleHead:
         input_norm="layers.0.input_layernorm.weight" in state,
         draft_to_target=draft_to_target,
         own_lm_head="lm_head.weight" in state and draft_to_target is not None,
+        feature_layers=tuple(layers),
     )
     if head.lm_head is None:
         state.pop("lm_head.weight", None)

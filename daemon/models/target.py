@@ -96,6 +96,10 @@ class TargetModel:
     stop_token_ids: tuple[int, ...] = ()  # generation stops at any of these
     fim_tokens: tuple[str, str, str] | None = None  # (prefix, suffix, middle) markers, if the model has them
     packed_weights: bool = False  # linear weights packed for oneDNN (models/packed_linear.py); set by pack_weights
+    # Which hidden states the drafter reads as "features": () = the lm_head's input (EAGLE-1/2); otherwise the
+    # decoder's hidden states at these indices (0 = the embeddings, i = the input of layer i) concatenated, the
+    # low/middle/high fusion of EAGLE-3. Set by EagleHead.attach from the head's config.
+    feature_layers: tuple[int, ...] = ()
     _cache_kwarg: str = field(init=False, default="cache")
 
     def __post_init__(self) -> None:
@@ -128,6 +132,18 @@ class TargetModel:
     def dtype(self) -> torch.dtype:
         return self.embed_tokens.weight.dtype
 
+    @property
+    def feature_size(self) -> int:
+        """Width of one position's features: H, or H per fused layer."""
+        return self.config.hidden_size * max(1, len(self.feature_layers))
+
+    def use_feature_layers(self, layers: tuple[int, ...]) -> None:
+        """Read the features from these hidden-state indices (() = the lm_head's input)."""
+        count = self.config.num_hidden_layers
+        if any(not 0 <= i < count for i in layers):
+            raise ValueError(f"feature layers {layers} out of range for a {count}-layer model (0 .. {count - 1})")
+        self.feature_layers = tuple(layers)
+
     @torch.no_grad()
     def forward(
         self,
@@ -137,20 +153,24 @@ class TargetModel:
         attention_mask: torch.Tensor | None = None,  # [1, 1, n, past + n] float additive mask; None = causal
         logits_for: torch.Tensor | slice | None = None,  # which of the n positions need logits (default all)
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (features [n, H]: the input of the lm_head, logits [m, V] float32 for `logits_for`)."""
-        features = self.hidden_states(input_ids, position_ids, cache, attention_mask)[0]
-        selected = features if logits_for is None else features[logits_for]
+        """Returns (features [n, F]: see feature_layers, logits [m, V] float32 for `logits_for`)."""
+        last, features = self.decode(input_ids, position_ids, cache, attention_mask)
+        selected = last[0] if logits_for is None else last[0, logits_for]
         logits = self.lm_head(selected).float()
-        return features, logits
+        return features[0], logits
 
     @torch.no_grad()
-    def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache,
-                      attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The decoder's last hidden states [B, n, H] for `input_ids` [B, n], extending `cache` by n entries.
-        attention_mask: None (causal), [B, past + n] 0/1 padding mask, or [B, 1, n, past + n] additive."""
-        return self.decoder(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
-                            use_cache=True, **{self._cache_kwarg: cache}).last_hidden_state
-
+    def decode(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache,
+               attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the lm_head's input [B, n, H], the features [B, n, F]) for `input_ids` [B, n], extending `cache` by n
+        entries. attention_mask: None (causal), [B, past + n] 0/1 padding mask, or [B, 1, n, past + n] additive."""
+        out = self.decoder(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+                           use_cache=True, output_hidden_states=bool(self.feature_layers),
+                           **{self._cache_kwarg: cache})
+        last = out.last_hidden_state
+        if not self.feature_layers:
+            return last, last
+        return last, torch.cat([out.hidden_states[i] for i in self.feature_layers], dim=-1)
 
 def _load_tokenizer(path: Path):
     from transformers import AutoTokenizer

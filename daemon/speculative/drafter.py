@@ -21,7 +21,7 @@ class DraftInput:
     """What a drafter sees at each step."""
 
     tokens: torch.Tensor  # [L + 1] int64: the L committed tokens, then the root
-    features: torch.Tensor  # [L, H] target features (input of the lm_head) at each committed position
+    features: torch.Tensor  # [L, F] target features at each committed position (TargetModel.feature_layers)
 
 
 class TreeSizer(Protocol):
@@ -69,7 +69,7 @@ class Drafter(Protocol):
         """Keep state for the first `committed` committed tokens only."""
 
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
-        """Take in the committed sequence ahead of the next propose() (tokens [L] int64, features [L, H]): work
+        """Take in the committed sequence ahead of the next propose() (tokens [L] int64, features [L, F]): work
         done here is not done on the next request's first step. May do nothing."""
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:

@@ -67,12 +67,14 @@ class EagleDrafter:
         return candidates, steps
 
     def _consume(self, tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-        """Feed the unseen pairs through the head; returns its last output [H] (the root's features)."""
+        """Feed the unseen pairs (target features [L, F]) through the head; returns its last output [H] (the
+        root's features)."""
         start, end = self.length, features.shape[0]
         n = end - start
         positions = torch.arange(start, end, device=features.device)[None]
         mask = causal_mask(n, start, features.dtype, features.device)
-        hidden = self.head(features[None, start:end], tokens[None, start + 1 : end + 1], positions, mask, self.cache)
+        inputs = self.head.input_features(features[None, start:end])
+        hidden = self.head(inputs, tokens[None, start + 1 : end + 1], positions, mask, self.cache)
         self.length = end
         return hidden[0, -1]
 

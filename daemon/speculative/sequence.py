@@ -54,7 +54,7 @@ class SequenceState:
     def empty(cls, target, drafter: Drafter) -> "SequenceState":
         return cls(
             cache=new_cache(target.config),
-            features=FeatureBuffer(target.config.hidden_size, target.dtype, target.device),
+            features=FeatureBuffer(target.feature_size, target.dtype, target.device),
             drafter=drafter,
         )
 

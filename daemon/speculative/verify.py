@@ -14,7 +14,7 @@ from .tree import DraftTree
 @dataclass
 class VerifyOutput:
     logits: torch.Tensor  # [W, V] float32 target logits after each tree node
-    features: torch.Tensor  # [W, H] target features (input of the lm_head) at each tree node
+    features: torch.Tensor  # [W, F] target features at each tree node (TargetModel.feature_layers)
 
 
 def verify_tree(target: TargetModel, cache, tree: DraftTree, committed: int) -> VerifyOutput:

@@ -21,6 +21,7 @@ class DataConfig:
     cache_limit_gb: float = 20.0  # stop adding shards beyond this size
     draft_vocab: int = 32000  # draft vocabulary size (0 = the target's full vocabulary)
     data_time_limit_s: float | None = None  # stop distilling training samples after this long (keeps what is done)
+    fused_features: bool = False  # the head reads the target's low, middle and high hidden states (EAGLE-3's input)
     seed: int = 0
 
 
@@ -29,7 +30,7 @@ class DataConfig:
 class TrainConfig:
     unroll: int = 3  # draft steps trained per position (1 = plain EAGLE-1/2 training)
     step_decay: float = 0.8  # loss weight of step s is step_decay ** (s - 1)
-    reg_weight: float = 1.0  # smooth-L1 feature regression
+    reg_weight: float = 1.0  # smooth-L1 feature regression (EAGLE-1/2 heads; a fused-feature head has none, as in EAGLE-3)
     cls_weight: float = 1.0  # cross-entropy against the target's distribution
     noise: float = 0.1  # uniform noise amplitude on the target features fed to step 1
     prompt_weight: float = 0.5  # loss weight of positions inside the prompt (continuation positions: 1)

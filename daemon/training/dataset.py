@@ -22,6 +22,8 @@ def save_shard(path: Path, sequences: list[DistilledSequence]) -> int:
         "lengths": lengths,
         "prompt_lengths": torch.tensor([s.prompt_length for s in sequences], dtype=torch.int64),
     }
+    if sequences[0].inputs is not None:
+        tensors["inputs"] = torch.cat([s.inputs for s in sequences]).contiguous()
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp))
     tmp.rename(path)
@@ -31,9 +33,11 @@ def save_shard(path: Path, sequences: list[DistilledSequence]) -> int:
 def load_shard(path: Path) -> list[DistilledSequence]:
     data = load_file(str(path))
     sequences, start = [], 0
+    inputs = data.get("inputs")
     for length, prompt_length in zip(data["lengths"].tolist(), data["prompt_lengths"].tolist()):
-        sequences.append(DistilledSequence(data["tokens"][start : start + length],
-                                           data["features"][start : start + length], prompt_length))
+        span = slice(start, start + length)
+        sequences.append(DistilledSequence(data["tokens"][span], data["features"][span], prompt_length,
+                                           None if inputs is None else inputs[span]))
         start += length
     return sequences
 
@@ -79,7 +83,8 @@ class ShardCache:
 
 @dataclass
 class Batch:
-    features: torch.Tensor  # [B, T, H] target features, zero-padded
+    inputs: torch.Tensor  # [B, T, F] what the head reads: the fused features, or `features` itself
+    features: torch.Tensor  # [B, T, H] the target's lm_head input (its distribution), zero-padded
     tokens: torch.Tensor  # [B, T] int64 token ids, zero-padded
     lengths: torch.Tensor  # [B] int64 real lengths
     weights: torch.Tensor  # [B, T] float32 loss weight of predicting position t (0 on padding)
@@ -89,18 +94,24 @@ def make_batch(sequences: list[DistilledSequence], prompt_weight: float, device,
     width = max(s.tokens.numel() for s in sequences)
     hidden = sequences[0].features.shape[1]
     features = torch.zeros((len(sequences), width, hidden), dtype=dtype)
+    fused = sequences[0].inputs is not None
+    inputs = torch.zeros((len(sequences), width, sequences[0].inputs.shape[1]), dtype=dtype) if fused else features
     tokens = torch.zeros((len(sequences), width), dtype=torch.long)
     weights = torch.zeros((len(sequences), width), dtype=torch.float32)
     for row, seq in enumerate(sequences):
         n = seq.tokens.numel()
         features[row, :n] = seq.features.to(dtype)
+        if fused:
+            inputs[row, :n] = seq.inputs.to(dtype)
         tokens[row, :n] = seq.tokens.long()
         weights[row, :n] = prompt_weight
         # Feature t is what the head must predict to propose token t + 1; the head's first job at inference
         # is f[prompt_length] (the features after the first generated token, the tree's root).
         weights[row, seq.prompt_length : n] = 1.0
     lengths = torch.tensor([s.tokens.numel() for s in sequences])
-    return Batch(features.to(device), tokens.to(device), lengths.to(device), weights.to(device))
+    features = features.to(device)
+    inputs = inputs.to(device) if fused else features
+    return Batch(inputs, features, tokens.to(device), lengths.to(device), weights.to(device))
 
 
 def batches(sequences: list[DistilledSequence], batch_tokens: int, rng: random.Random) -> list[list[DistilledSequence]]:

@@ -15,7 +15,7 @@ import torch
 from tqdm import tqdm
 
 from ..context.fim import FimBudget
-from ..models.eagle_head import head_from_target
+from ..models.eagle_head import fused_feature_layers, head_from_target
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
@@ -60,7 +60,8 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
 
 
 def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True):
-    """(train sequences, held-out sequences, corpus report)."""
+    """(train sequences, held-out sequences, corpus report). Sets the target's feature layers (fused or not)."""
+    target.use_feature_layers(feature_layers_for(target, config))
     files = discover(config.corpus or default_roots(), config.exclude)
     if not files:
         raise ValueError("the training corpus is empty: give --corpus folders or globs with source files")
@@ -100,6 +101,10 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     return train, held, report
 
 
+def feature_layers_for(target: TargetModel, config: DataConfig) -> tuple[int, ...]:
+    return fused_feature_layers(target.config.num_hidden_layers) if config.fused_features else ()
+
+
 def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
                  command: str = "", progress: bool = True) -> dict:
     """The whole recipe; returns the training card as a dict (also written next to the head)."""
@@ -120,7 +125,7 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
             draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
                                          target.config.vocab_size, always=target.stop_token_ids)
             torch.save(draft_ids, vocab_path)
-    head = head_from_target(target, draft_ids)
+    head = head_from_target(target, draft_ids, feature_layers_for(target, data))
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"]})

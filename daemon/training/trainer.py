@@ -2,9 +2,10 @@
 draft steps (EAGLE-3's training-time test: step s feeds the head's own step s-1 outputs back in).
 
 Step s (1-based) at index i: the head reads (input feature, token t[i+s]) at position i+s-1, where the
-input feature is the target's f[i] at step 1 (plus noise) and the head's own step s-1 output at i later.
-It must predict f[i+s] (smooth L1) and the target's next-token distribution softmax(lm_head(f[i+s]))
-over the draft vocabulary (cross-entropy). It attends the step-1 pairs 0..i and its own earlier steps
+input feature is the target's f[i] at step 1 (plus noise; a fused-feature head's input_features() of the
+target's fused hidden states) and the head's own step s-1 output at i later. It must predict f[i+s] (smooth
+L1; EAGLE-1/2 heads only) and the target's next-token distribution softmax(lm_head(f[i+s])) over the draft
+vocabulary (cross-entropy). It attends the step-1 pairs 0..i and its own earlier steps
 at i: exactly what a depth-s tree node sees at inference.
 """
 
@@ -66,9 +67,11 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
     width = batch.tokens.shape[1]
     n = width - 1
     features = batch.features
-    inputs = features[:, :-1]
+    inputs = batch.inputs[:, :-1]
     if train and config.noise > 0:
         inputs = inputs + (torch.rand_like(inputs) - 0.5) * 2 * config.noise
+    inputs = head.input_features(inputs)
+    reg_weight = config.reg_weight if head.fuse is None else 0.0
     cache = new_cache()
     positions = torch.arange(n, device=features.device)[None].expand(features.shape[0], n)
     total = torch.zeros((), device=features.device)
@@ -84,11 +87,14 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
         with torch.no_grad():
             target_logits = F.linear(target_features, draft_weight).float()
             target_probs = target_logits.softmax(-1)
-        logits = F.linear(out, draft_weight).float()
+        logits = F.linear(head.output_states(out), draft_weight).float()
         ce = -(target_probs * logits.log_softmax(-1)).sum(-1)
-        reg = F.smooth_l1_loss(out.float(), target_features.float(), reduction="none").mean(-1)
+        step_loss = config.cls_weight * ce
+        if reg_weight:
+            reg = F.smooth_l1_loss(out.float(), target_features.float(), reduction="none").mean(-1)
+            step_loss = step_loss + reg_weight * reg
         denominator = weight.sum().clamp(min=1.0)
-        step_loss = ((config.reg_weight * reg + config.cls_weight * ce) * weight).sum() / denominator
+        step_loss = (step_loss * weight).sum() / denominator
         total = total + config.step_decay ** (step - 1) * step_loss
         with torch.no_grad():
             agree = (logits.argmax(-1) == target_logits.argmax(-1)).float()
@@ -110,7 +116,7 @@ def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainCo
         batch = make_batch(group, prompt_weight=0.0, device=device, dtype=dtype)
         width = batch.tokens.shape[1]
         n = width - 1
-        inputs, cache = batch.features[:, :-1], new_cache()
+        inputs, cache = head.input_features(batch.inputs[:, :-1]), new_cache()
         pos = torch.arange(n, device=device)[None].expand(batch.tokens.shape[0], n)
         streak = None
         index = torch.arange(n, device=device)[None]

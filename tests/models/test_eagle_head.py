@@ -4,7 +4,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from nestling.daemon.models.eagle_head import load_head, new_head, save_head
+from nestling.daemon.models.eagle_head import head_from_target, load_head, new_head, save_head
+from nestling.daemon.models.kv_cache import new_cache
 from nestling.daemon.models.errors import HeadLoadError
 from tiny import tiny_head, tiny_target
 
@@ -31,6 +32,35 @@ def test_round_trip_keeps_every_weight_and_the_draft_vocabulary(tmp_path, target
     assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
     if draft_vocab:
         assert torch.equal(loaded.draft_to_target, head.draft_to_target)
+
+
+def test_a_fused_feature_head_round_trips_and_sets_the_targets_features(tmp_path):
+    target = tiny_target("qwen2")
+    head = head_from_target(target, feature_layers=(0, 1, 1)).float()
+    with torch.no_grad():
+        head.fuse.weight.normal_()
+        head.norm.weight.uniform_(0.5, 1.5)
+    save_head(head, tmp_path / "head", dtype=None)
+    target.use_feature_layers(())
+    loaded = load_head(tmp_path / "head", target)
+    assert loaded.feature_layers == (0, 1, 1) and target.feature_layers == (0, 1, 1)
+    assert target.feature_size == 3 * target.config.hidden_size
+    fused = torch.randn(1, 5, 3 * target.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(head.input_features(fused), loaded.input_features(fused))
+    assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
+    features, _ = target.forward(torch.tensor([[1, 2, 3]]), torch.arange(3)[None], new_cache())
+    assert features.shape == (3, 3 * target.config.hidden_size)
+
+
+@pytest.mark.parametrize("layers", [[0, 5], "1", [True]])
+def test_a_head_reading_layers_the_target_lacks_is_refused(tmp_path, layers):
+    target = tiny_target("qwen2")
+    folder = save_head(head_from_target(target, feature_layers=(0, 1)).float(), tmp_path / "head")
+    config = json.loads((folder / "config.json").read_text())
+    config["target_feature_layers"] = layers
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(HeadLoadError):
+        load_head(folder, target)
 
 
 def test_published_eagle_layout_loads(tmp_path, target):

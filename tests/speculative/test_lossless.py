@@ -6,21 +6,25 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nestling.daemon.models.eagle_head import head_from_target
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from tiny import VOCAB, informed_head, tiny_head, tiny_target
 
-HEADS = ("random", "informed", "reduced_vocab")
+HEADS = ("random", "informed", "reduced_vocab", "fused")
 
 
 @lru_cache(maxsize=None)
-def target(arch: str):
+def target(arch: str, fused: bool = False):
+    # The same weights either way; a fused-feature head makes its target return other features, so it has its own.
     return tiny_target(arch, stop_ids=(VOCAB - 1,))
 
 
 @lru_cache(maxsize=None)
 def head(arch: str, kind: str):
+    if kind == "fused":  # EAGLE-3 input: the embeddings and the last layer's input, fused; reduced vocabulary
+        return head_from_target(target(arch, True), torch.arange(0, VOCAB, 2), feature_layers=(0, 1)).float()
     t = target(arch)
     if kind == "random":
         return tiny_head(t)
@@ -35,7 +39,7 @@ def ar_tokens(arch, prompt, max_new):
 
 
 def spec_run(arch, kind, prompt, max_new, budget):
-    engine = SpeculativeEngine(target(arch), lambda: EagleDrafter(head(arch, kind)), budget)
+    engine = SpeculativeEngine(target(arch, kind == "fused"), lambda: EagleDrafter(head(arch, kind)), budget)
     return engine.generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
 
 
@@ -43,7 +47,7 @@ budgets = st.builds(TreeBudget, top_k=st.integers(1, 8), depth=st.integers(1, 7)
 prompts = st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=40)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(arch=st.sampled_from(["qwen2", "llama"]), kind=st.sampled_from(HEADS), prompt=prompts,
        budget=budgets, max_new=st.integers(1, 48))
 def test_speculative_greedy_equals_autoregressive(arch, kind, prompt, budget, max_new):

@@ -1,5 +1,7 @@
 """Training on a tiny random model: the loss falls, and the saved head decodes losslessly."""
 
+import json
+
 import pytest
 import torch
 
@@ -60,8 +62,9 @@ def test_batched_generation_gives_each_sequence_its_own_greedy_tokens_and_featur
     stops = set(target.stop_token_ids)
     ar = SpeculativeEngine(target, NoDrafter)
     written = generate_with_features(target, prompts, 10)
-    assert [len(continuation) for continuation, _ in written] == [10, 10, 2, 1, 5]
-    for prompt, (continuation, features) in zip(prompts, written):
+    assert [len(continuation) for continuation, _, _ in written] == [10, 10, 2, 1, 5]
+    for prompt, (continuation, features, fused) in zip(prompts, written):
+        assert fused is None
         expected = ar.generate(prompt, stop=StopRule(max_new_tokens=10, stop_token_ids=(-1,))).run().tokens
         cut = next((i + 1 for i, t in enumerate(expected) if t in stops), len(expected))
         assert continuation == expected[:cut]
@@ -69,6 +72,22 @@ def test_batched_generation_gives_each_sequence_its_own_greedy_tokens_and_featur
         alone = target.decoder(input_ids=sequence).last_hidden_state[0]
         assert features.shape == alone.shape
         torch.testing.assert_close(features.float(), alone.to(torch.bfloat16).float(), atol=1e-3, rtol=8e-3)
+
+
+def test_fused_features_are_the_chosen_hidden_states_of_each_sequence_alone(target):
+    prompts = [[5, 9, 13, 2, 7, 11, 3], [4, 4, 8], [80, 163, 55, 42, 174, 246, 291]]
+    target.use_feature_layers((0, 1))
+    try:
+        written = generate_with_features(target, prompts, 6)
+    finally:
+        target.use_feature_layers(())
+    for prompt, (continuation, features, fused) in zip(prompts, written):
+        out = target.decoder(input_ids=torch.tensor([prompt + continuation]), output_hidden_states=True)
+        alone = torch.cat([out.hidden_states[0], out.hidden_states[1]], dim=-1)[0]
+        assert fused.shape == (len(prompt) + len(continuation), 2 * target.config.hidden_size)
+        torch.testing.assert_close(fused.float(), alone.to(torch.bfloat16).float(), atol=1e-3, rtol=8e-3)
+        torch.testing.assert_close(features.float(), out.last_hidden_state[0].to(torch.bfloat16).float(),
+                                   atol=1e-3, rtol=8e-3)
 
 
 def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, corpus):
@@ -128,6 +147,44 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     # resuming a finished run does no more steps
     again = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
     assert again["steps"] == 6
+
+
+def test_a_fused_feature_head_trains_saves_and_decodes_losslessly(tmp_path, target, corpus):
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), fused_features=True, **DATA)
+    try:
+        train, _, _ = prepare_data(target, data, progress=False)
+        assert train[0].inputs.shape == (train[0].tokens.numel(), 3 * target.config.hidden_size)
+        assert load_shard(sorted((tmp_path / "cache" / "train").glob("shard-*"))[0])[0].inputs is not None
+        ids = draft_vocabulary((s.tokens.tolist() for s in train), 200, target.config.vocab_size,
+                               target.stop_token_ids)
+        head = head_from_target(target, ids, feature_layers=(1, 1, 1)).float()
+        object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.float())
+        config = TrainConfig(unroll=2, autocast=False, noise=0.0)
+        batch = make_batch(train[:16], 0.5, torch.device("cpu"), torch.float32)
+        optimizer = torch.optim.AdamW(head.parameters(), lr=1e-3)
+        first, _ = unrolled_loss(head, batch, config, train=True)
+        for _ in range(60):
+            loss, _ = unrolled_loss(head, batch, config, train=True)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        assert float(unrolled_loss(head, batch, config, train=False)[0].detach()) < 0.7 * float(first.detach())
+        assert head.fuse.weight.grad is not None and float(head.fuse.weight.grad.abs().sum()) > 0
+
+        config = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=2)
+        run_training(target, data, config, tmp_path / "out", command="test", progress=False)
+        saved = json.loads((tmp_path / "out" / "head" / "config.json").read_text())
+        assert saved["target_feature_layers"] == [1, 1, 1]
+        target.use_feature_layers(())
+        head = load_head(tmp_path / "out" / "head", target)
+        assert target.feature_layers == (1, 1, 1) and head.norm is not None
+        spec = SpeculativeEngine(target, lambda: EagleDrafter(head), TreeBudget(top_k=4, depth=4, total_tokens=12))
+        ar = SpeculativeEngine(target, NoDrafter)
+        for prompt in ([5, 6, 7, 8, 9], list(range(100, 130))):
+            assert spec.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens == \
+                ar.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens
+    finally:
+        target.use_feature_layers(())
 
 
 def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
