@@ -15,7 +15,6 @@ class DataConfig:
     held_out_fraction: float = 0.02  # share of files held out (by content hash)
     prefix_tokens: int = 384  # FIM prefix budget of a training prompt
     suffix_tokens: int = 96  # FIM suffix budget of a training prompt
-    no_suffix_fraction: float = 0.0  # share of prompts with the suffix left out (end of a file; HumanEval's shape)
     max_new_tokens: int = 64  # continuation length the target writes per prompt
     gen_batch: int = 16  # prompts generated together
     cache_dir: str | None = None  # keep distilled shards here (resumable); None = in memory only

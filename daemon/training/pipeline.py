@@ -71,11 +71,9 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     # Only as many files as the sample budget needs (a random, seeded choice): tokenizing is not free.
     random.Random(config.seed).shuffle(train_files)
     train_files = train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1]
-    train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed,
-                                 config.no_suffix_fraction)
+    train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed)
     train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
-    held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1,
-                                config.no_suffix_fraction)
+    held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a

@@ -15,7 +15,6 @@ class FimSample:
     language: str
     prompt_ids: list[int]  # the FIM prompt
     kind: str  # line_start | mid_line
-    suffix: bool = True  # False: the suffix was left out (code written at the end of a file; HumanEval's shape)
 
 
 def cut_points(text: str, count: int, rng: random.Random) -> list[tuple[int, str]]:
@@ -38,10 +37,9 @@ def cut_points(text: str, count: int, rng: random.Random) -> list[tuple[int, str
 
 
 def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, budget: FimBudget,
-                 seed: int = 0, no_suffix_fraction: float = 0.0) -> list[FimSample]:
-    """`per_file` FIM samples per file, deterministic for a seed; `no_suffix_fraction` of them with an empty
-    suffix (drawn from a second generator, so the cut points are the same whatever the fraction)."""
-    rng, suffix_rng = random.Random(seed), random.Random(seed + 7919)
+                 seed: int = 0) -> list[FimSample]:
+    """`per_file` FIM samples per file, deterministic for a seed."""
+    rng = random.Random(seed)
     samples = []
     for source in files:
         try:
@@ -49,9 +47,7 @@ def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, 
         except (OSError, UnicodeDecodeError):
             continue
         for offset, kind in cut_points(text, per_file, rng):
-            keep_suffix = suffix_rng.random() >= no_suffix_fraction
-            prompt = build_fim_prompt(tokenizer, fim_tokens, text[:offset], text[offset:] if keep_suffix else "",
-                                      budget=budget)
-            samples.append(FimSample(str(source.path), source.language, prompt.token_ids, kind, keep_suffix))
+            prompt = build_fim_prompt(tokenizer, fim_tokens, text[:offset], text[offset:], budget=budget)
+            samples.append(FimSample(str(source.path), source.language, prompt.token_ids, kind))
     rng.shuffle(samples)
     return samples

@@ -58,26 +58,3 @@ def test_cut_points_are_line_starts_or_inside_lines():
             assert offset == line_start + indent
         else:
             assert line_start + indent < offset < line_start + len(line)
-
-
-def test_a_share_of_samples_leaves_the_suffix_out_at_the_same_cut_points(tmp_path):
-    from nestling.daemon.context.fim import FimBudget
-    from nestling.daemon.training.samples import make_samples
-    from tiny import tiny_tokenizer
-
-    for i in range(8):
-        (tmp_path / f"m{i}.py").write_text(body(i))
-    files, tokenizer = discover([str(tmp_path)]), tiny_tokenizer()
-    fim = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
-    suffix_id, middle_id = (tokenizer.convert_tokens_to_ids(t) for t in fim[1:])
-
-    def samples(fraction):
-        return make_samples(tokenizer, fim, files, 4, FimBudget(prefix_tokens=64, suffix_tokens=16), 3, fraction)
-
-    with_suffix, mixed, without = samples(0.0), samples(0.5), samples(1.0)
-    assert all(s.suffix for s in with_suffix) and not any(s.suffix for s in without)
-    assert 0 < sum(s.suffix for s in mixed) < len(mixed)
-    for full, part, none in zip(with_suffix, mixed, without):
-        prefix = full.prompt_ids[: full.prompt_ids.index(suffix_id) + 1]
-        assert none.prompt_ids == prefix + [middle_id]  # same cut, empty suffix
-        assert part.prompt_ids == (full.prompt_ids if part.suffix else none.prompt_ids)
