@@ -172,6 +172,7 @@ class TargetModel:
             return last, last
         return last, torch.cat([out.hidden_states[i] for i in self.feature_layers], dim=-1)
 
+
 def _load_tokenizer(path: Path):
     from transformers import AutoTokenizer
 

@@ -24,10 +24,6 @@ class DistilledSequence:
     inputs: torch.Tensor | None = None  # [n, F] fused features the head reads (target.feature_layers); None = features
 
     @property
-    def head_inputs(self) -> torch.Tensor:
-        return self.features if self.inputs is None else self.inputs
-
-    @property
     def nbytes(self) -> int:
         extra = 0 if self.inputs is None else self.inputs.numel() * self.inputs.element_size()
         return self.tokens.numel() * 4 + self.features.numel() * self.features.element_size() + extra
