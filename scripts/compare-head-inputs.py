@@ -21,10 +21,11 @@ from pathlib import Path
 
 import torch
 
-from nestling.daemon.models.eagle_head import fused_feature_layers, head_from_target
+from nestling.daemon.models.eagle_head import head_from_target
 from nestling.daemon.models.target import load_target
-from nestling.daemon.training.config import TrainConfig
+from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.training.dataset import load_shard
+from nestling.daemon.training.pipeline import feature_layers_for
 from nestling.daemon.training.trainer import train_head
 from nestling.daemon.training.vocab import draft_vocabulary
 
@@ -49,7 +50,7 @@ def main() -> int:
     config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
     train, held_out = load_cache(args.cache / "train"), load_cache(args.cache / "held_out")
     target = load_target(None)
-    layers = fused_feature_layers(target.config.num_hidden_layers) if args.arm == "fused" else ()
+    layers = feature_layers_for(target, DataConfig(fused_features=args.arm == "fused"))
     if not layers:  # the plain arm reads the lm_head inputs only
         for seq in train + held_out:
             seq.inputs = None
