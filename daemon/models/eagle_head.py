@@ -10,7 +10,8 @@ head always uses the target's embedding. Optional reduced draft vocabulary (EAGL
 its lm_head rows are the target's own rows unless the checkpoint has `lm_head.weight` [Vd, H].
 
 Fused features (EAGLE-3's input, nestling's layout): a config with `target_feature_layers` [i, j, k] reads the
-target's hidden states at those indices (0 = embeddings, i = the input of layer i) concatenated; `fuse.weight`
+target's hidden states at those indices (0 = embeddings, i = the input of layer i, L = the lm_head input of an
+L-layer target) concatenated; `fuse.weight`
 [H, 3H] projects them to H before the fc, and `norm.weight` [H] normalises the head's output before the
 lm_head (its output is then a residual-stream state, not the target's normed last hidden state). While
 drafting, the head's own output stands in for the projected features, as in EAGLE-3.
@@ -62,6 +63,12 @@ def fused_feature_layers(num_layers: int) -> tuple[int, int, int]:
     """Low, middle and high hidden-state indices for a fused-feature head: the high one is the input of the
     target's last layer, which a new head's decoder layer starts as a copy of (EAGLE-3 takes L - 3)."""
     return (min(2, num_layers - 1), num_layers // 2, num_layers - 1)
+
+
+def grafted_feature_layers(num_layers: int) -> tuple[int, int, int]:
+    """The layers of a fused-feature head grafted from a plain one (`fused_from_plain`): low and middle as
+    `fused_feature_layers`, and the lm_head input, which the plain head was trained to read, as the high one."""
+    return (min(2, num_layers - 1), num_layers // 2, num_layers)
 
 
 def head_config_from_target(target_config) -> object:
@@ -221,6 +228,26 @@ def head_from_target(target, draft_to_target: torch.Tensor | None = None,
             head.fuse.weight[:, -hidden:] = torch.eye(hidden)
             head.norm.load_state_dict(target.decoder.norm.state_dict())
     return head.attach(target)
+
+
+def fused_from_plain(plain: EagleHead, feature_layers: tuple[int, ...]) -> EagleHead:
+    """A fused-feature head that drafts as the plain (EAGLE-1/2) head `plain` does, the start of fine-tuning it
+    on fused features: the last of `feature_layers` must be the target's lm_head input (`grafted_feature_layers`);
+    `fuse` passes that block and zeroes the others, and the output norm has unit weight, so the draft logits are
+    the plain head's scaled by one positive factor per position (the same ranking). Unattached, float32."""
+    if plain.feature_layers:
+        raise ValueError("the head already reads fused features")
+    head = EagleHead(head_config_from_target(plain.config), fc_bias=plain.fc.bias is not None,
+                     input_norm=plain.input_norm, draft_to_target=plain.draft_to_target,
+                     own_lm_head=plain.lm_head is not None, feature_layers=feature_layers).float()
+    hidden = plain.config.hidden_size
+    state = {k: v.float() for k, v in plain.state_dict().items() if not k.startswith("rotary.")}
+    head.load_state_dict(state, strict=False)
+    with torch.no_grad():
+        head.fuse.weight.zero_()
+        head.fuse.weight[:, -hidden:] = torch.eye(hidden)
+        head.norm.weight.fill_(1.0)
+    return head
 
 
 def new_head(target_config, draft_to_target: torch.Tensor | None = None) -> EagleHead:

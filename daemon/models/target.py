@@ -97,8 +97,9 @@ class TargetModel:
     fim_tokens: tuple[str, str, str] | None = None  # (prefix, suffix, middle) markers, if the model has them
     packed_weights: bool = False  # linear weights packed for oneDNN (models/packed_linear.py); set by pack_weights
     # Which hidden states the drafter reads as "features": () = the lm_head's input (EAGLE-1/2); otherwise the
-    # decoder's hidden states at these indices (0 = the embeddings, i = the input of layer i) concatenated, the
-    # low/middle/high fusion of EAGLE-3. Set by EagleHead.attach from the head's config.
+    # decoder's hidden states at these indices (0 = the embeddings, i = the input of layer i, num_hidden_layers =
+    # the lm_head's input) concatenated, the low/middle/high fusion of EAGLE-3. Set by EagleHead.attach from the
+    # head's config.
     feature_layers: tuple[int, ...] = ()
     _cache_kwarg: str = field(init=False, default="cache")
 
@@ -140,8 +141,8 @@ class TargetModel:
     def use_feature_layers(self, layers: tuple[int, ...]) -> None:
         """Read the features from these hidden-state indices (() = the lm_head's input)."""
         count = self.config.num_hidden_layers
-        if any(not 0 <= i < count for i in layers):
-            raise ValueError(f"feature layers {layers} out of range for a {count}-layer model (0 .. {count - 1})")
+        if any(not 0 <= i <= count for i in layers):
+            raise ValueError(f"feature layers {layers} out of range for a {count}-layer model (0 .. {count})")
         self.feature_layers = tuple(layers)
 
     @torch.no_grad()
@@ -170,7 +171,8 @@ class TargetModel:
         last = out.last_hidden_state
         if not self.feature_layers:
             return last, last
-        return last, torch.cat([out.hidden_states[i] for i in self.feature_layers], dim=-1)
+        count = self.config.num_hidden_layers  # index count: the final norm's output, whatever hidden_states ends with
+        return last, torch.cat([last if i == count else out.hidden_states[i] for i in self.feature_layers], dim=-1)
 
 
 def _load_tokenizer(path: Path):

@@ -43,4 +43,5 @@ class TrainConfig:
     eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
     patience: int = 5  # evaluations without improvement before stopping early
     seed: int = 0
+    init_head: str | None = None  # start from this trained head's folder (fine-tuning; a plain head is grafted onto fused features with --fused-features true); None = from the target's last layer
     autocast: bool = True  # bfloat16 matmuls (float32 master weights) where the CUDA GPU or CPU has native bfloat16

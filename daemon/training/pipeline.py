@@ -1,5 +1,6 @@
 """`nestling train-head` end to end: corpus -> FIM samples -> distilled sequences (cached) -> vocabulary ->
-head initialised from the target's last layer -> training -> the head folder and its training card."""
+head initialised from the target's last layer (or from a trained head: fine-tuning) -> training -> the head folder
+and its training card."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import torch
 from tqdm import tqdm
 
 from ..context.fim import FimBudget
-from ..models.eagle_head import fused_feature_layers, head_from_target
+from ..models.eagle_head import (EagleHead, fused_feature_layers, fused_from_plain, grafted_feature_layers,
+                                 head_from_target, load_head)
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
@@ -59,9 +61,13 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
     return done + pending
 
 
-def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True):
-    """(train sequences, held-out sequences, corpus report). Sets the target's feature layers (fused or not)."""
-    target.use_feature_layers(feature_layers_for(target, config))
+def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
+                 feature_layers: tuple[int, ...] | None = None):
+    """(train sequences, held-out sequences, corpus report). Sets the target's feature layers: `feature_layers`,
+    or by default those `feature_layers_for` the config."""
+    if feature_layers is None:
+        feature_layers = feature_layers_for(target, config)
+    target.use_feature_layers(feature_layers)
     files = discover(config.corpus or default_roots(), config.exclude)
     if not files:
         raise ValueError("the training corpus is empty: give --corpus folders or globs with source files")
@@ -81,6 +87,8 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
     manifest = {"model": target.name, "corpus": signature,
                 "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
+    if feature_layers:
+        manifest["feature_layers"] = list(feature_layers)
     caches = (None, None)
     if config.cache_dir:
         limit = int(config.cache_limit_gb * 1e9)
@@ -101,21 +109,26 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True)
     return train, held, report
 
 
-def feature_layers_for(target: TargetModel, config: DataConfig) -> tuple[int, ...]:
-    return fused_feature_layers(target.config.num_hidden_layers) if config.fused_features else ()
+def feature_layers_for(target: TargetModel, config: DataConfig, init: EagleHead | None = None) -> tuple[int, ...]:
+    """The hidden states the head will read: () without fused features; a fused head to fine-tune keeps its own;
+    a plain head grafted onto fused features reads the lm_head input as its high layer."""
+    layers = target.config.num_hidden_layers
+    if init is not None and init.feature_layers:
+        if not config.fused_features:
+            raise ValueError("the --init-head head reads fused features: give --fused-features true")
+        return init.feature_layers
+    if not config.fused_features:
+        return ()
+    return grafted_feature_layers(layers) if init is not None else fused_feature_layers(layers)
 
 
-def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
-                 command: str = "", progress: bool = True) -> dict:
-    """The whole recipe; returns the training card as a dict (also written next to the head)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    train_set, held_out, corpus = prepare_data(target, data, progress)
-    data_seconds = time.monotonic() - started
-    if not train_set or not held_out:
-        raise ValueError(f"no {'training' if not train_set else 'held-out'} sequences were distilled: "
-                         "give a larger corpus, more samples, or a longer --data-time-limit-s")
+def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
+                  train_set: list[DistilledSequence], init: EagleHead | None) -> EagleHead:
+    """The head training starts from, attached: `init` (grafted onto fused features when asked), or one built
+    from the target's last layer with a draft vocabulary counted on the training set (kept in out_dir)."""
+    layers = feature_layers_for(target, data, init)
+    if init is not None:
+        return (fused_from_plain(init, layers) if layers and not init.feature_layers else init).attach(target)
     vocab_path = out_dir / "draft_vocab.pt"
     draft_ids = None
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
@@ -125,7 +138,23 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
             draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
                                          target.config.vocab_size, always=target.stop_token_ids)
             torch.save(draft_ids, vocab_path)
-    head = head_from_target(target, draft_ids, feature_layers_for(target, data))
+    return head_from_target(target, draft_ids, layers)
+
+
+def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
+                 command: str = "", progress: bool = True) -> dict:
+    """The whole recipe; returns the training card as a dict (also written next to the head)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    init = load_head(train.init_head, target) if train.init_head else None
+    train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init))
+    data_seconds = time.monotonic() - started
+    if not train_set or not held_out:
+        raise ValueError(f"no {'training' if not train_set else 'held-out'} sequences were distilled: "
+                         "give a larger corpus, more samples, or a longer --data-time-limit-s")
+    head = starting_head(target, data, out_dir, train_set, init)
+    draft_ids = head.draft_to_target
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"]})
@@ -135,8 +164,8 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
         "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
         "corpus": corpus, "data": asdict(data), "train": asdict(train),
-        "draft_vocab_size": int(draft_ids.numel()) if draft_ids is not None else target.config.vocab_size,
-        "draft_vocab_coverage_held_out": round(coverage(draft_ids, held_tokens), 4) if draft_ids is not None else 1.0,
+        "draft_vocab_size": head.draft_vocab_size,
+        "draft_vocab_coverage_held_out": round(coverage(draft_ids.cpu(), held_tokens), 4) if draft_ids is not None else 1.0,
         "steps": state.step, "tokens_seen": state.tokens_seen, "data_seconds": round(data_seconds, 1),
         "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
     }

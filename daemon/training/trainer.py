@@ -195,6 +195,9 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     stop = False
     if not train_set:
         raise ValueError("no training sequences")
+    if state.step == 0 and not state.history and config.init_head:  # the starting point of a fine-tuning run
+        _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
+                                 compute_dtype, started, extra_config)
     while not stop:
         for group in batches(train_set, config.batch_tokens, rng):
             if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):

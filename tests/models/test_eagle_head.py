@@ -4,7 +4,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from nestling.daemon.models.eagle_head import head_from_target, load_head, new_head, save_head
+from nestling.daemon.models.eagle_head import (fused_from_plain, grafted_feature_layers, head_from_target, load_head,
+                                              new_head, save_head)
 from nestling.daemon.models.kv_cache import new_cache
 from nestling.daemon.models.errors import HeadLoadError
 from tiny import tiny_head, tiny_target
@@ -50,6 +51,36 @@ def test_a_fused_feature_head_round_trips_and_sets_the_targets_features(tmp_path
     assert torch.equal(head_outputs(head, target), head_outputs(loaded, target))
     features, _ = target.forward(torch.tensor([[1, 2, 3]]), torch.arange(3)[None], new_cache())
     assert features.shape == (3, 3 * target.config.hidden_size)
+
+
+def test_a_plain_head_grafted_onto_fused_features_ranks_drafts_as_before():
+    from nestling.daemon.speculative.masks import causal_mask
+
+    target = tiny_target("qwen2")
+    hidden, count = target.config.hidden_size, target.config.num_hidden_layers
+    plain = tiny_head(target, draft_vocab=40)
+    ids, pos, mask = torch.tensor([[7, 3, 9, 4, 1]]), torch.arange(5)[None], causal_mask(5, 0, torch.float32,
+                                                                                         torch.device("cpu"))
+    try:
+        plain_features, _ = target.forward(ids, pos, new_cache())
+        layers = grafted_feature_layers(count)
+        assert layers[-1] == count
+        fused = fused_from_plain(plain, layers).attach(target)
+        assert target.feature_layers == layers
+        fused_features, _ = target.forward(ids, pos, new_cache())
+        assert fused_features.shape == (5, 3 * hidden)
+        assert torch.equal(fused_features[:, -hidden:], plain_features)  # index L: the lm_head's input
+        with torch.no_grad():
+            a = plain(plain_features[None], ids, pos, mask)
+            b = fused(fused.input_features(fused_features[None]), ids, pos, mask)
+            torch.testing.assert_close(a, b)
+            plain_logits, fused_logits = plain.draft_logits(a), fused.draft_logits(b)
+        assert not torch.allclose(plain_logits, fused_logits)  # rescaled per position by the output norm ...
+        assert torch.equal(plain_logits.topk(5).indices, fused_logits.topk(5).indices)  # ... ranked the same
+        with pytest.raises(ValueError):
+            fused_from_plain(fused, layers)
+    finally:
+        target.use_feature_layers(())
 
 
 @pytest.mark.parametrize("layers", [[0, 5], "1", [True]])

@@ -15,7 +15,7 @@ from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
 from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.models.eagle_head import head_from_target
 from nestling.daemon.training.pipeline import prepare_data, run_training
-from nestling.daemon.training.trainer import unrolled_loss
+from nestling.daemon.training.trainer import evaluate, unrolled_loss
 from nestling.daemon.training.vocab import draft_vocabulary
 from tiny import save_tiny_model_folder
 
@@ -177,6 +177,38 @@ def test_a_fused_feature_head_trains_saves_and_decodes_losslessly(tmp_path, targ
         for prompt in ([5, 6, 7, 8, 9], list(range(100, 130))):
             assert spec.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens == \
                 ar.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens
+    finally:
+        target.use_feature_layers(())
+
+
+def test_a_trained_plain_head_fine_tunes_on_fused_features_from_where_it_stood(tmp_path, target, corpus):
+    plain_data = DataConfig(corpus=[str(corpus)], **DATA)
+    config = TrainConfig(unroll=2, max_steps=4, eval_every=4, batch_tokens=1024, autocast=False, warmup=2)
+    run_training(target, plain_data, config, tmp_path / "plain", progress=False)
+    _, held_out, _ = prepare_data(target, plain_data, progress=False)
+    plain = load_head(tmp_path / "plain" / "head", target)
+    start = evaluate(plain, held_out, config, torch.device("cpu"), torch.float32, target.lm_head.weight.detach())
+    fused_data = DataConfig(corpus=[str(corpus)], fused_features=True, **DATA)
+    tune = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=2,
+                       init_head=str(tmp_path / "plain" / "head"))
+    try:
+        card = run_training(target, fused_data, tune, tmp_path / "fused", progress=False)
+        curve = card["learning_curve"]
+        assert [row["step"] for row in curve] == [0, 2, 4]
+        # the graft drafts as the plain head did: the same agreement on the same held-out continuations
+        assert (curve[0]["agreement"], curve[0]["chain_tau"]) == (start["agreement"], start["chain_tau"])
+        assert card["draft_vocab_size"] == plain.draft_vocab_size
+        saved = json.loads((tmp_path / "fused" / "head" / "config.json").read_text())
+        assert saved["target_feature_layers"] == [1, 1, 2]  # 2 = the lm_head input of this 2-layer target
+        head = load_head(tmp_path / "fused" / "head", target)
+        spec = SpeculativeEngine(target, lambda: EagleDrafter(head), TreeBudget(top_k=4, depth=4, total_tokens=12))
+        ar = SpeculativeEngine(target, NoDrafter)
+        for prompt in ([5, 6, 7, 8, 9], list(range(100, 130))):
+            assert spec.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens == \
+                ar.generate(prompt, stop=StopRule(max_new_tokens=20)).run().tokens
+        with pytest.raises(ValueError, match="fused-features"):  # a fused head cannot fine-tune without its features
+            run_training(target, plain_data, TrainConfig(init_head=str(tmp_path / "fused" / "head")),
+                         tmp_path / "again", progress=False)
     finally:
         target.use_feature_layers(())
 
