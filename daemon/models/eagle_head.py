@@ -230,11 +230,14 @@ def head_from_target(target, draft_to_target: torch.Tensor | None = None,
     return head.attach(target)
 
 
-def fused_from_plain(plain: EagleHead, feature_layers: tuple[int, ...]) -> EagleHead:
+def fused_from_plain(plain: EagleHead, feature_layers: tuple[int, ...], output_scale: float) -> EagleHead:
     """A fused-feature head that drafts as the plain (EAGLE-1/2) head `plain` does, the start of fine-tuning it
     on fused features: the last of `feature_layers` must be the target's lm_head input (`grafted_feature_layers`);
-    `fuse` passes that block and zeroes the others, and the output norm has unit weight, so the draft logits are
-    the plain head's scaled by one positive factor per position (the same ranking). Unattached, float32."""
+    `fuse` passes that block and zeroes the others, and the output norm's weight is `output_scale` everywhere,
+    so the draft logits are the plain head's scaled by one positive factor per position (the same ranking); give
+    the mean RMS of the target's lm_head input, which the plain head's outputs imitate, and that factor is near
+    1 (with 1.0 the distributions start far too flat and the first steps of training undo the head). Unattached,
+    float32."""
     if plain.feature_layers:
         raise ValueError("the head already reads fused features")
     head = EagleHead(head_config_from_target(plain.config), fc_bias=plain.fc.bias is not None,
@@ -246,7 +249,7 @@ def fused_from_plain(plain: EagleHead, feature_layers: tuple[int, ...]) -> Eagle
     with torch.no_grad():
         head.fuse.weight.zero_()
         head.fuse.weight[:, -hidden:] = torch.eye(hidden)
-        head.norm.weight.fill_(1.0)
+        head.norm.weight.fill_(output_scale)
     return head
 
 

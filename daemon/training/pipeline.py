@@ -127,8 +127,10 @@ def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
     """The head training starts from, attached: `init` (grafted onto fused features when asked), or one built
     from the target's last layer with a draft vocabulary counted on the training set (kept in out_dir)."""
     layers = feature_layers_for(target, data, init)
+    if init is not None and layers and not init.feature_layers:
+        return fused_from_plain(init, layers, mean_feature_rms(train_set)).attach(target)
     if init is not None:
-        return (fused_from_plain(init, layers) if layers and not init.feature_layers else init).attach(target)
+        return init.attach(target)
     vocab_path = out_dir / "draft_vocab.pt"
     draft_ids = None
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
@@ -139,6 +141,12 @@ def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
                                          target.config.vocab_size, always=target.stop_token_ids)
             torch.save(draft_ids, vocab_path)
     return head_from_target(target, draft_ids, layers)
+
+
+def mean_feature_rms(sequences: list[DistilledSequence], limit: int = 256) -> float:
+    """Mean RMS of the target's lm_head input over (the first `limit` of) the sequences' positions."""
+    rms = [s.features.float().pow(2).mean(-1).sqrt() for s in sequences[:limit]]
+    return float(torch.cat(rms).mean())
 
 
 def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,

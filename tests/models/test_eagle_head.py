@@ -65,7 +65,7 @@ def test_a_plain_head_grafted_onto_fused_features_ranks_drafts_as_before():
         plain_features, _ = target.forward(ids, pos, new_cache())
         layers = grafted_feature_layers(count)
         assert layers[-1] == count
-        fused = fused_from_plain(plain, layers).attach(target)
+        fused = fused_from_plain(plain, layers, output_scale=2.0).attach(target)
         assert target.feature_layers == layers
         fused_features, _ = target.forward(ids, pos, new_cache())
         assert fused_features.shape == (5, 3 * hidden)
@@ -75,10 +75,11 @@ def test_a_plain_head_grafted_onto_fused_features_ranks_drafts_as_before():
             b = fused(fused.input_features(fused_features[None]), ids, pos, mask)
             torch.testing.assert_close(a, b)
             plain_logits, fused_logits = plain.draft_logits(a), fused.draft_logits(b)
+        assert torch.equal(fused.norm.weight, torch.full((hidden,), 2.0))
         assert not torch.allclose(plain_logits, fused_logits)  # rescaled per position by the output norm ...
         assert torch.equal(plain_logits.topk(5).indices, fused_logits.topk(5).indices)  # ... ranked the same
         with pytest.raises(ValueError):
-            fused_from_plain(fused, layers)
+            fused_from_plain(fused, layers, 1.0)
     finally:
         target.use_feature_layers(())
 
