@@ -163,9 +163,11 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
                          "give a larger corpus, more samples, or a longer --data-time-limit-s")
     head = starting_head(target, data, out_dir, train_set, init)
     draft_ids = head.draft_to_target
+    grafted = {"fuse.weight", "norm.weight"} if init is not None and not init.feature_layers else set()
+    trained = frozenset(n for n, _ in head.named_parameters() if n not in grafted) if init is not None else frozenset()
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
-                                   extra_config={"corpus_signature": corpus["corpus_signature"]})
+                                   extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained)
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
     best = max(state.history, key=lambda r: r.get("chain_tau", 0.0)) if state.history else {}
     card = {

@@ -170,8 +170,10 @@ def compute_dtype_for(config: TrainConfig, device: torch.device) -> torch.dtype:
 
 def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: list[DistilledSequence],
                config: TrainConfig, out_dir: Path, full_lm_head: torch.Tensor, resume: bool = True,
-               progress: bool = True, extra_config: dict | None = None) -> TrainState:
-    """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head."""
+               progress: bool = True, extra_config: dict | None = None,
+               trained: frozenset[str] = frozenset()) -> TrainState:
+    """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head.
+    `trained`: names of parameters that start trained (fine-tuning), which learn at config.init_lr_scale x lr."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
@@ -179,8 +181,12 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     compute_dtype = compute_dtype_for(config, device)
     object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.to(compute_dtype))
     full_lm_head = full_lm_head.to(compute_dtype)
-    params = [p for p in head.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    named = [(n, p) for n, p in head.named_parameters() if p.requires_grad]
+    params = [p for _, p in named]
+    groups = [{"params": [p for n, p in named if (n in trained) == is_trained],
+               "lr_scale": config.init_lr_scale if is_trained else 1.0} for is_trained in (False, True)]
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr, betas=(0.9, 0.95),
+                                  weight_decay=0.0)
     state = TrainState()
     checkpoint = out_dir / "checkpoint.pt"
     if resume and checkpoint.exists():
@@ -203,8 +209,8 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
             if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
                 stop = True
                 break
-            for group_lr in optimizer.param_groups:
-                group_lr["lr"] = _lr_at(state.step, config, time.monotonic() - started)
+            for param_group in optimizer.param_groups:
+                param_group["lr"] = param_group.get("lr_scale", 1.0) * _lr_at(state.step, config, time.monotonic() - started)
             batch = make_batch(group, config.prompt_weight, device, compute_dtype)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
                 loss, metrics = unrolled_loss(head, batch, config, train=True)

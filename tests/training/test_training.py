@@ -198,6 +198,10 @@ def test_a_trained_plain_head_fine_tunes_on_fused_features_from_where_it_stood(t
         # the graft drafts as the plain head did: the same agreement on the same held-out continuations
         assert (curve[0]["agreement"], curve[0]["chain_tau"]) == (start["agreement"], start["chain_tau"])
         assert card["draft_vocab_size"] == plain.draft_vocab_size
+        # the graft's new weights learn at lr, the plain head's trained ones at init_lr_scale x lr
+        groups = torch.load(tmp_path / "fused" / "checkpoint.pt", weights_only=False)["optimizer"]["param_groups"]
+        assert sorted((g["lr_scale"], len(g["params"])) for g in groups)[1] == (1.0, 2)
+        assert groups[1]["lr"] == pytest.approx(0.1 * groups[0]["lr"]) and groups[0]["lr"] > 0
         saved = json.loads((tmp_path / "fused" / "head" / "config.json").read_text())
         assert saved["target_feature_layers"] == [1, 1, 2]  # 2 = the lm_head input of this 2-layer target
         head = load_head(tmp_path / "fused" / "head", target)
