@@ -11,10 +11,10 @@ its lm_head rows are the target's own rows unless the checkpoint has `lm_head.we
 
 Fused features (EAGLE-3's input, nestling's layout): a config with `target_feature_layers` [i, j, k] reads the
 target's hidden states at those indices (0 = embeddings, i = the input of layer i, L = the lm_head input of an
-L-layer target) concatenated; `fuse.weight`
-[H, 3H] projects them to H before the fc, and `norm.weight` [H] normalises the head's output before the
-lm_head (its output is then a residual-stream state, not the target's normed last hidden state). While
-drafting, the head's own output stands in for the projected features, as in EAGLE-3.
+L-layer target) concatenated; `fuse.weight` [H, 3H] projects them to H before the fc, and `norm.weight` [H]
+normalises the head's output before the lm_head (its output is then a residual-stream state, not the target's
+normed last hidden state). While drafting, the head's own output stands in for the projected features, as in
+EAGLE-3.
 """
 
 from __future__ import annotations
