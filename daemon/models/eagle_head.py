@@ -68,7 +68,7 @@ def fused_feature_layers(num_layers: int) -> tuple[int, int, int]:
 def grafted_feature_layers(num_layers: int) -> tuple[int, int, int]:
     """The layers of a fused-feature head grafted from a plain one (`fused_from_plain`): low and middle as
     `fused_feature_layers`, and the lm_head input, which the plain head was trained to read, as the high one."""
-    return (min(2, num_layers - 1), num_layers // 2, num_layers)
+    return fused_feature_layers(num_layers)[:-1] + (num_layers,)
 
 
 def head_config_from_target(target_config) -> object:

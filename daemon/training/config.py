@@ -43,6 +43,8 @@ class TrainConfig:
     eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
     patience: int = 5  # evaluations without improvement before stopping early
     seed: int = 0
-    init_head: str | None = None  # start from this trained head's folder (fine-tuning; a plain head is grafted onto fused features with --fused-features true); None = from the target's last layer
-    init_lr_scale: float = 0.1  # with init_head: the learning rate of its trained weights, relative to lr (new ones, a graft's fuse and norm, take lr)
+    # start from this trained head's folder (fine-tuning; with --fused-features true a plain head is grafted onto
+    # fused features); None = from the target's last layer
+    init_head: str | None = None
+    init_lr_scale: float = 0.1  # with init_head: its trained weights' learning rate over lr (a graft's new ones: lr)
     autocast: bool = True  # bfloat16 matmuls (float32 master weights) where the CUDA GPU or CPU has native bfloat16

@@ -163,8 +163,8 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
                          "give a larger corpus, more samples, or a longer --data-time-limit-s")
     head = starting_head(target, data, out_dir, train_set, init)
     draft_ids = head.draft_to_target
-    grafted = {"fuse.weight", "norm.weight"} if init is not None and not init.feature_layers else set()
-    trained = frozenset(n for n, _ in head.named_parameters() if n not in grafted) if init is not None else frozenset()
+    # the init head's own weights (a graft's new fuse and norm are not among them)
+    trained = frozenset(n for n, _ in init.named_parameters()) if init is not None else frozenset()
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained)
@@ -175,7 +175,8 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
         "corpus": corpus, "data": asdict(data), "train": asdict(train),
         "draft_vocab_size": head.draft_vocab_size,
-        "draft_vocab_coverage_held_out": round(coverage(draft_ids.cpu(), held_tokens), 4) if draft_ids is not None else 1.0,
+        "draft_vocab_coverage_held_out":
+            round(coverage(draft_ids.cpu(), held_tokens), 4) if draft_ids is not None else 1.0,
         "steps": state.step, "tokens_seen": state.tokens_seen, "data_seconds": round(data_seconds, 1),
         "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
     }

@@ -173,7 +173,8 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
                progress: bool = True, extra_config: dict | None = None,
                trained: frozenset[str] = frozenset()) -> TrainState:
     """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head.
-    `trained`: names of parameters that start trained (fine-tuning), which learn at config.init_lr_scale x lr."""
+    `trained`: names of parameters that start trained (fine-tuning): they learn at config.init_lr_scale x lr, and
+    the starting head is evaluated first (step 0)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
@@ -201,7 +202,7 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     stop = False
     if not train_set:
         raise ValueError("no training sequences")
-    if state.step == 0 and not state.history and config.init_head:  # the starting point of a fine-tuning run
+    if state.step == 0 and not state.history and trained:  # the starting point of a fine-tuning run
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
     while not stop:
