@@ -210,8 +210,9 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
             if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
                 stop = True
                 break
-            for param_group in optimizer.param_groups:
-                param_group["lr"] = param_group.get("lr_scale", 1.0) * _lr_at(state.step, config, time.monotonic() - started)
+            lr = _lr_at(state.step, config, time.monotonic() - started)
+            for param_group in optimizer.param_groups:  # a checkpoint from before the groups had no lr_scale
+                param_group["lr"] = param_group.get("lr_scale", 1.0) * lr
             batch = make_batch(group, config.prompt_weight, device, compute_dtype)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=compute_dtype == torch.bfloat16):
                 loss, metrics = unrolled_loss(head, batch, config, train=True)
