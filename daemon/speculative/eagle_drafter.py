@@ -5,6 +5,11 @@ with the pair for the root; its last output gives the root's children. Then, dep
 top_k best frontier nodes (by cumulative log-probability) are fed back (the head's own output as the
 feature) and each expands top_k children. All expanded children are candidates; the best
 `total_tokens` of them form the tree. The head's cache is cut back to the committed pairs afterwards.
+
+A long run of unseen pairs (a fresh prompt, a jump to another place in the file) is taken in only as far
+back as `context` pairs: the head reads the target's features, which already carry the whole context, and
+its own attention over a short window agrees with the target as often as over the whole prompt (BENCHMARKS.md,
+"The head's window"), while taking in a 1,400-token prompt costs ~8 times what 256 pairs cost.
 """
 
 from __future__ import annotations
@@ -20,23 +25,33 @@ from .masks import block_mask, causal_mask
 from .tree import SOURCE_HEAD, Candidates, DraftTree
 
 
+HEAD_CONTEXT = 256  # most unseen pairs taken in at once; measured: 64 to 1,024 agree alike on held-out FIM prompts
+
+
 class EagleDrafter:
     """Drafts EAGLE-2 dynamic trees from an attached `EagleHead`."""
 
-    def __init__(self, head: EagleHead, budget: TreeBudget | None = None):
+    def __init__(self, head: EagleHead, budget: TreeBudget | None = None, context: int = HEAD_CONTEXT):
+        if context < 1:
+            raise ValueError("the head's context must hold at least one pair")
         self.head = head
         self.budget = budget or TreeBudget()
+        self.context = context  # a longer run of unseen pairs is taken in from its last `context` pairs
         self.cache = new_cache()
-        self.length = 0  # pairs in the head cache: pair i = (feature at i, token at i + 1)
+        self.start = 0  # first pair in the head cache (> 0 once a long run was cut to `context`)
+        self.length = 0  # pairs up to here are in the cache: pair i = (feature at i, token at i + 1)
 
     def reset(self) -> None:
         self.cache = new_cache()
-        self.length = 0
+        self.start = self.length = 0
 
     def truncate(self, committed: int) -> None:
         # Pair i needs token i + 1, so `committed` tokens keep pairs 0 .. committed - 2.
         self.length = max(0, min(self.length, committed - 1))
-        truncate(self.cache, self.length)
+        if self.length <= self.start:
+            self.reset()
+        else:
+            truncate(self.cache, self.length - self.start)
 
     @torch.no_grad()
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
@@ -63,16 +78,19 @@ class EagleDrafter:
             return Candidates.empty(tokens.device), 0
         last = self._consume(tokens, features)
         candidates, steps = self._expand(last, committed, budget, known)
-        truncate(self.cache, self.length)
+        truncate(self.cache, self.length - self.start)
         return candidates, steps
 
     def _consume(self, tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """Feed the unseen pairs (target features [L, F]) through the head; returns its last output [H] (the
         root's features)."""
         start, end = self.length, features.shape[0]
+        if end - start > self.context:
+            self.reset()
+            self.start = start = end - self.context
         n = end - start
         positions = torch.arange(start, end, device=features.device)[None]
-        mask = causal_mask(n, start, features.dtype, features.device)
+        mask = causal_mask(n, start - self.start, features.dtype, features.device)
         inputs = self.head.input_features(features[None, start:end])
         hidden = self.head(inputs, tokens[None, start + 1 : end + 1], positions, mask, self.cache)
         self.length = end
@@ -112,7 +130,7 @@ class EagleDrafter:
             frontier_hidden, tree_allowed = frontier_hidden[keep], tree_allowed[keep]
             width = frontier_ids.numel()
             allowed = torch.cat([tree_allowed, torch.eye(width, dtype=torch.bool, device=device)], dim=1)
-            mask = block_mask(allowed, committed, dtype)
+            mask = block_mask(allowed, committed - self.start, dtype)
             positions = torch.full((1, width), committed + depth - 2, device=device)
             hidden = self.head(frontier_hidden[None], frontier_tokens[None], positions, mask, self.cache)[0]
             steps += 1
