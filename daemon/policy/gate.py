@@ -13,6 +13,10 @@ best arm; ties go to the richer one. Every other arm is probed after `backoff` s
 change (boilerplate after logic, a warm cache) is noticed; a probe that does not make its arm the best
 doubles that arm's backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
 verified.
+
+A step is charged only for its own work. An arm that did not draft the sequence's last step may be behind
+(the head has not seen the prompt, or the tokens other arms committed); it catches up before its step's clock
+starts. Charged to the step, that one-off cost made the head's arm look worst exactly when it was probed.
 """
 
 from __future__ import annotations
@@ -104,14 +108,15 @@ class GatedDrafter:
         self.gate = gate
         self.clock = clock  # seconds
         self._pending: tuple[int, int, float] | None = None  # (arm, committed tokens, clock) at the last propose
+        self._last_arm: int | None = None  # the arm that drafted this sequence's last step
 
     def reset(self) -> None:
-        self._pending = None
+        self._pending, self._last_arm = None, None
         for drafter in self.arms:
             drafter.reset()
 
     def truncate(self, committed: int) -> None:
-        self._pending = None
+        self._pending, self._last_arm = None, None
         for drafter in self.arms:
             drafter.truncate(committed)
 
@@ -126,5 +131,9 @@ class GatedDrafter:
             if committed > before:
                 self.gate.record(arm, committed - before, (now - start) * 1000.0)
         arm = self.gate.choose()
+        if arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
+            self.arms[arm].observe(draft_input.tokens[:-1], draft_input.features)
+            now = self.clock()
+        self._last_arm = arm
         self._pending = (arm, committed, now)
         return self.arms[arm].propose(draft_input, budget)

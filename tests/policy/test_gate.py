@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -72,10 +73,16 @@ def test_a_winning_probe_makes_its_arm_the_best_again():
 
 
 class Recording:
-    """A drafter that proposes the root alone and records what it was asked."""
+    """A drafter that proposes the root alone and records what it was asked; catching up (observe) takes
+    `catch_up_s` seconds on `now`."""
 
-    def __init__(self):
-        self.calls, self.truncated = 0, []
+    def __init__(self, now: list[float] | None = None, catch_up_s: float = 0.0):
+        self.calls, self.truncated, self.observed = 0, [], []
+        self.now, self.catch_up_s = now or [0.0], catch_up_s
+
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        self.observed.append(int(tokens.numel()))
+        self.now[0] += self.catch_up_s
 
     def reset(self) -> None:
         pass
@@ -106,6 +113,22 @@ def test_gated_drafter_reads_each_steps_tokens_and_time_off_the_next_propose():
     now[0] += 9.0
     drafter.propose(step_input(5))
     assert gate.arms[1].steps == 0 and (inner.calls, plain.calls) == (1, 2)
+
+
+def test_an_arm_catches_up_off_the_clock_of_its_step():
+    """Taking in a prompt (or what other arms committed) is not charged to the step that follows it."""
+    now = [0.0]
+    head, plain = Recording(now, catch_up_s=3.0), Recording(now)
+    gate = DraftGate(2)
+    drafter = GatedDrafter([head, plain], gate, clock=lambda: now[0])
+    # Arms by step: head (takes in the prompt), plain (measured once), head (best; catches up), head, plain
+    # (its probe), head (catches up).
+    for committed in (10, 14, 15, 16, 17, 19):
+        drafter.propose(step_input(committed))
+        now[0] += 0.1
+    assert (head.calls, plain.calls) == (4, 2)
+    assert head.observed == [10, 15, 19]  # only where it had not drafted the step before
+    assert gate.arms[0].steps == 3 and gate.arms[0].ms == pytest.approx(100.0)  # the 3 s catch-ups: on no step
 
 
 @lru_cache(maxsize=None)
@@ -140,6 +163,9 @@ class Costly:
 
     def truncate(self, committed: int) -> None:
         self.inner.truncate(committed)
+
+    def observe(self, tokens, features) -> None:
+        self.inner.observe(tokens, features)
 
     def propose(self, draft_input, budget=None):
         self.clock.now += self.extra
