@@ -7,8 +7,8 @@ MODE_HELP = {
     "eagle-latency": "EAGLE-2 sized by the measured verification cost, drafting only while it measures faster than "
                      "plain decoding (the draft gate)",
     "eagle-syntax": "EAGLE-2 sized by cost and shaped by the syntax region at the cursor",
-    "spec": "the full policy: eagle-syntax plus lookup branches, gated against lookup alone and plain decoding "
-            "(default)",
+    "spec": "the full policy: eagle-syntax plus lookup branches, drafting only while it measures faster than plain "
+            "decoding (default)",
 }
 MODES = tuple(MODE_HELP)
 

@@ -21,7 +21,7 @@ from .policy.sizing import LatencySizer
 from .speculative.drafter import NoDrafter, TreeBudget
 from .speculative.eagle_drafter import EagleDrafter
 from .speculative.engine import SpeculativeEngine
-from .speculative.lookup_drafter import LookupDrafter, MergedDrafter
+from .speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,7 @@ class Runtime:
         else:
             factory = lambda: EagleDrafter(head)  # noqa: E731
         if self.draft_gate and mode in GATED_MODES and head is not None:
-            fallbacks = (LookupDrafter, NoDrafter) if mode == "spec" else (NoDrafter,)
-            factory = gated(factory, *fallbacks)
+            factory = gated(factory, NoDrafter, sure_to_pay=confident_match if mode == "spec" else None)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
 
     def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
@@ -102,11 +101,11 @@ class Runtime:
         }
 
 
-def gated(*factories) -> Callable[[], GatedDrafter]:
+def gated(*factories, sure_to_pay=None) -> Callable[[], GatedDrafter]:
     """Drafters whose arms come from `factories` (richest first), behind one gate shared by every sequence of
     the engine: same device, same model, so what one request measured holds for the next."""
     gate = DraftGate(len(factories))
-    return lambda: GatedDrafter([factory() for factory in factories], gate)
+    return lambda: GatedDrafter([factory() for factory in factories], gate, sure_to_pay=sure_to_pay)
 
 
 def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | None, str]:

@@ -5,7 +5,7 @@ from nestling.daemon.policy.gate import GatedDrafter
 from nestling.daemon.runtime import Runtime
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
-from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter
+from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match
 from tiny import tiny_head, tiny_target
 
 PROFILE = CostProfile("t", 300, {1: 100.0, 16: 150.0, 128: 500.0}, 10.0)
@@ -21,9 +21,11 @@ def test_latency_aware_modes_draft_behind_the_gate_with_a_cheaper_fallback():
     rt = runtime()
     spec = rt.engine("spec").make_drafter()
     assert isinstance(spec, GatedDrafter)
-    assert [type(arm) for arm in spec.arms] == [MergedDrafter, LookupDrafter, NoDrafter]
+    assert [type(arm) for arm in spec.arms] == [MergedDrafter, NoDrafter]
+    assert spec.sure_to_pay is confident_match  # a copy in progress is drafted whatever the gate measured
     for mode in ("eagle-latency", "eagle-syntax"):
-        assert [type(arm) for arm in rt.engine(mode).make_drafter().arms] == [EagleDrafter, NoDrafter]
+        drafter = rt.engine(mode).make_drafter()
+        assert [type(arm) for arm in drafter.arms] == [EagleDrafter, NoDrafter] and drafter.sure_to_pay is None
     engine = rt.engine("spec")
     assert engine.make_drafter().gate is engine.make_drafter().gate  # one gate per engine: what it learned carries
 

@@ -6,13 +6,23 @@ first step is spent), and how often the target really accepts. Where verifying e
 bfloat16 matmuls, in float32: BENCHMARKS.md), or where the head guesses badly on this code, a drafted
 step can lose to a plain one however well it is sized.
 
-So a gated drafter holds a few arms, richest first (e.g. the full policy, prompt lookup alone, the root
-alone = plain decoding), and measures each by what the user waits for: tokens output per millisecond of
+So a gated drafter holds a few arms, richest first (the runtime gives it two: the drafter of the mode and the
+root alone = plain decoding), and measures each by what the user waits for: tokens output per millisecond of
 whole decode step (draft, verify, accept), as moving averages over the steps that arm took. It uses the
 best arm; ties go to the richer one. Every other arm is probed after `backoff` steps without it, so a
 change (boilerplate after logic, a warm cache) is noticed; a probe that does not make its arm the best
 doubles that arm's backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
 verified.
+
+Arms should differ in what the sizer cannot weigh. Lookup alone was once an arm of the full policy: the
+full policy already drops the head's steps where the lookup's match makes them not pay (MergedDrafter),
+and moving averages of steps that output 1 to 11 tokens are too noisy to tell two such close arms apart,
+so the gate flapped between them and each flap restarted a probe schedule (BENCHMARKS.md, "The head's
+window, and two arms").
+
+A step known to pay (`sure_to_pay`: a long lookup match, a copy in progress) is drafted by the richest arm
+whatever the gate measured, and is neither a probe nor measured: the gate weighs only the steps where
+drafting may not pay (a probe of plain decoding in the middle of a copy cost up to ten tokens).
 
 A step is charged only for its own work. An arm that did not draft the sequence's last step may be behind
 (the head has not seen the prompt, or the tokens other arms committed); it catches up before its step's clock
@@ -44,11 +54,11 @@ class Arm:
     backoff: int = FIRST_BACKOFF  # idle steps before the next probe
     probing: bool = False  # its last step was a probe
 
-    def record(self, tokens: int, ms: float, weight: float) -> None:
+    def record(self, tokens: int, ms: float, weight: float, token_weight: float) -> None:
         if self.steps == 0:
             self.tokens, self.ms = float(tokens), ms
         else:
-            self.tokens += weight * (tokens - self.tokens)
+            self.tokens += token_weight * (tokens - self.tokens)
             self.ms += weight * (ms - self.ms)
         self.steps += 1
 
@@ -61,9 +71,12 @@ class Arm:
 class DraftGate:
     """Chooses the arm of each step; see the module docstring. Arm 0 is the richest."""
 
-    def __init__(self, arms: int, weight: float = 0.25, max_skip: int = 16):
+    def __init__(self, arms: int, weight: float = 0.25, token_weight: float = 0.1, max_skip: int = 16):
         self.arms = [Arm() for _ in range(arms)]
-        self.weight = weight  # EMA weight of the newest step
+        self.weight = weight  # EMA weight of the newest step's time
+        # ... and of its tokens: smaller, since a drafted step outputs 1 to 11 tokens while its time varies far
+        # less; at 0.25 a few short steps in a row made plain decoding look best (BENCHMARKS.md)
+        self.token_weight = token_weight
         self.max_skip = max_skip  # most steps between probes of an arm that keeps losing
 
     def best(self) -> int:
@@ -84,7 +97,7 @@ class DraftGate:
     def record(self, arm_index: int, tokens: int, ms: float) -> None:
         """The outcome of a step drafted by `arm_index`: tokens it output and its wall time."""
         arm = self.arms[arm_index]
-        arm.record(tokens, ms, self.weight)
+        arm.record(tokens, ms, self.weight, self.token_weight)
         if self.best() == arm_index:
             arm.backoff = FIRST_BACKOFF
         elif arm.probing:
@@ -101,12 +114,14 @@ class GatedDrafter:
     step in flight; the gate's averages carry over (one gate may serve every sequence of an engine).
     """
 
-    def __init__(self, arms: Sequence[Drafter], gate: DraftGate, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, arms: Sequence[Drafter], gate: DraftGate, clock: Callable[[], float] = time.perf_counter,
+                 sure_to_pay: Callable[[DraftInput], bool] | None = None):
         if len(arms) != len(gate.arms):
             raise ValueError(f"{len(arms)} drafters for a gate of {len(gate.arms)} arms")
         self.arms = list(arms)
         self.gate = gate
         self.clock = clock  # seconds
+        self.sure_to_pay = sure_to_pay  # steps the richest arm drafts, unmeasured, whatever the gate would choose
         self._pending: tuple[int, int, float] | None = None  # (arm, committed tokens, clock) at the last propose
         self._last_arm: int | None = None  # the arm that drafted this sequence's last step
 
@@ -130,10 +145,11 @@ class GatedDrafter:
             arm, before, start = self._pending
             if committed > before:
                 self.gate.record(arm, committed - before, (now - start) * 1000.0)
-        arm = self.gate.choose()
+        sure = self.sure_to_pay is not None and self.sure_to_pay(draft_input)
+        arm = 0 if sure else self.gate.choose()
         if arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
             self.arms[arm].observe(draft_input.tokens[:-1], draft_input.features)
             now = self.clock()
         self._last_arm = arm
-        self._pending = (arm, committed, now)
+        self._pending = None if sure else (arm, committed, now)
         return self.arms[arm].propose(draft_input, budget)

@@ -9,7 +9,7 @@ feature) and each expands top_k children. All expanded children are candidates; 
 A long run of unseen pairs (a fresh prompt, a jump to another place in the file) is taken in only as far
 back as `context` pairs: the head reads the target's features, which already carry the whole context, and
 its own attention over a short window agrees with the target as often as over the whole prompt (BENCHMARKS.md,
-"The head's window"), while taking in a 1,400-token prompt costs ~8 times what 256 pairs cost.
+"The head's window, and two arms"), while taking in a 1,400-token prompt costs ~8 times what 256 pairs cost.
 """
 
 from __future__ import annotations

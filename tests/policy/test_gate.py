@@ -13,7 +13,7 @@ from nestling.daemon.policy.sizing import LatencySizer
 from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
-from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter
+from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match
 from nestling.daemon.speculative.tree import DraftTree, root_only
 from tiny import VOCAB, informed_head, tiny_target
 
@@ -67,7 +67,7 @@ def test_a_winning_probe_makes_its_arm_the_best_again():
     assert gate.best() == 1
     while gate.choose() != 0:  # plain steps until the probe
         gate.record(1, 1, 172.0)
-    gate.record(0, 8, 470.0)  # boilerplate: a long path accepted
+    gate.record(0, 11, 470.0)  # a copy: a long path accepted
     assert gate.best() == 0 and gate.arms[0].backoff == FIRST_BACKOFF
     assert gate.choose() == 0
 
@@ -131,6 +131,25 @@ def test_an_arm_catches_up_off_the_clock_of_its_step():
     assert gate.arms[0].steps == 3 and gate.arms[0].ms == pytest.approx(100.0)  # the 3 s catch-ups: on no step
 
 
+def test_a_step_sure_to_pay_is_drafted_by_the_richest_arm_and_not_measured():
+    now = [0.0]
+    rich, plain = Recording(now), Recording(now)
+    gate = DraftGate(2)
+    run_gate(gate, 6, STEEP.get)  # drafting measured to lose: plain decoding is the best arm
+    sure = [False]
+    drafter = GatedDrafter([rich, plain], gate, clock=lambda: now[0], sure_to_pay=lambda draft_input: sure[0])
+    before = [(arm.steps, arm.idle) for arm in gate.arms]
+    sure[0] = True
+    for committed in (10, 20):  # a copy in progress: 10 tokens a step
+        drafter.propose(step_input(committed))
+        now[0] += 0.1
+    assert (rich.calls, plain.calls) == (2, 0)
+    assert [(arm.steps, arm.idle) for arm in gate.arms] == before  # the gate neither chose nor measured
+    sure[0] = False
+    drafter.propose(step_input(30))
+    assert plain.calls == 1 and gate.arms[0].steps == before[0][0]
+
+
 @lru_cache(maxsize=None)
 def setup():
     target = tiny_target("qwen2", stop_ids=(VOCAB - 1,))
@@ -172,22 +191,25 @@ class Costly:
         return self.inner.propose(draft_input, budget)
 
 
-def gated_factory(arms, extra: float):
+def gated_factory(arms, extra: float, sure_to_pay=None):
     """GatedDrafters over `arms` (factories, richest first) sharing one gate; the first arm costs `extra` s more."""
     gate, clock = DraftGate(len(arms)), FakeClock()
-    return lambda: GatedDrafter([Costly(arms[0](), clock, extra)] + [arm() for arm in arms[1:]], gate, clock=clock)
+    return lambda: GatedDrafter([Costly(arms[0](), clock, extra)] + [arm() for arm in arms[1:]], gate, clock=clock,
+                                sure_to_pay=sure_to_pay)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(prompt=st.one_of(repetitive, st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=30)),
-       extra=st.sampled_from([0.0, 0.05, 5.0]), drafter=st.sampled_from(["merged", "eagle"]),
+       extra=st.sampled_from([0.0, 0.05, 5.0]), drafter=st.sampled_from(["merged", "merged-sure", "eagle"]),
        max_new=st.integers(1, 40))
 def test_gated_output_equals_autoregressive(prompt, extra, drafter, max_new):
     target, head = setup()
     budget = TreeBudget(top_k=4, depth=6, total_tokens=64, sizer=LatencySizer(PROFILE, 64))
-    arms = {"merged": [lambda: MergedDrafter(EagleDrafter(head), LookupDrafter()), LookupDrafter, NoDrafter],
+    merged = lambda: MergedDrafter(EagleDrafter(head), LookupDrafter())  # noqa: E731
+    arms = {"merged": [merged, LookupDrafter, NoDrafter], "merged-sure": [merged, NoDrafter],
             "eagle": [lambda: EagleDrafter(head), NoDrafter]}[drafter]
-    spec = SpeculativeEngine(target, gated_factory(arms, extra), budget).generate(
+    sure = confident_match if drafter == "merged-sure" else None  # with extra=5.0, copies are drafted, others not
+    spec = SpeculativeEngine(target, gated_factory(arms, extra, sure), budget).generate(
         prompt, stop=StopRule(max_new_tokens=max_new)).run()
     ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
     assert spec.tokens == ar.tokens

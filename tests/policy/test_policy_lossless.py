@@ -13,7 +13,7 @@ from nestling.daemon.policy.sizing import LatencySizer
 from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
-from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, merge_candidates
+from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match, merge_candidates
 from nestling.daemon.speculative.tree import SOURCE_LOOKUP, Candidates
 from tiny import VOCAB, informed_head, tiny_target
 
@@ -50,6 +50,15 @@ def test_lookup_finds_the_most_recent_continuation_of_the_longest_match():
     assert n == 2  # "2 3" occurs earlier; "5 2 3" does not
     assert found == [[7, 7, 5, 2], [9, 9, 1, 2]]
     assert drafter.continuations(torch.tensor([4, 5, 6]))[0] == []
+
+
+def test_a_confident_match_is_one_of_at_least_three_tokens():
+    def ends(tokens):
+        return confident_match(DraftInput(torch.tensor(tokens), torch.zeros(len(tokens) - 1, 4)))
+
+    assert ends([1, 2, 3, 9, 9, 1, 2, 3])  # "1 2 3" seen before: a copy in progress
+    assert not ends([1, 2, 3, 9, 9, 5, 2, 3])  # only "2 3"
+    assert not ends([4, 5, 6])
 
 
 def test_lookup_alone_accepts_repeated_code():
