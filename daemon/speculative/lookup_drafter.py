@@ -88,9 +88,11 @@ class LookupDrafter:
             torch.full((len(tokens),), SOURCE_LOOKUP, dtype=torch.int8, device=device)), 0
 
 
-def confident_match(draft_input: DraftInput, lookup: LookupDrafter = LookupDrafter()) -> bool:
+def confident_match(draft_input: DraftInput, lookup: LookupDrafter = LookupDrafter(min_ngram=CONFIDENT_NGRAM)) -> bool:
     """Whether the sequence ends in an n-gram of at least CONFIDENT_NGRAM tokens that occurred before: drafting
-    pays at this step on any device, whatever the draft gate measured of drafted steps on average."""
+    pays at this step on any device, whatever the draft gate measured of drafted steps on average. Searches no
+    shorter n-grams (~0.2 ms a step on a 1,600-token sequence when nothing matches; the merged drafter then
+    searches again for its own candidates)."""
     return lookup.continuations(draft_input.tokens)[1] >= CONFIDENT_NGRAM
 
 
