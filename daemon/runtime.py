@@ -72,7 +72,8 @@ class Runtime:
         else:
             factory = lambda: EagleDrafter(head)  # noqa: E731
         if self.draft_gate and mode in GATED_MODES and head is not None:
-            factory = gated(factory, NoDrafter, sure_to_pay=confident_match if mode == "spec" else None)
+            factory = gated(factory, NoDrafter, sure_to_pay=confident_match if mode == "spec" else None,
+                            plain_share=self.profile.plain_share)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
 
     def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
@@ -101,11 +102,12 @@ class Runtime:
         }
 
 
-def gated(*factories, sure_to_pay=None) -> Callable[[], GatedDrafter]:
-    """Drafters whose arms come from `factories` (richest first), behind one gate shared by every sequence of
-    the engine: same device, same model, so what one request measured holds for the next."""
+def gated(*factories, sure_to_pay=None, plain_share=None) -> Callable[[], GatedDrafter]:
+    """Drafters whose arms come from `factories` (richest first, plain decoding last), behind one gate shared by
+    every sequence of the engine: same device, same model, so what one request measured holds for the next."""
     gate = DraftGate(len(factories))
-    return lambda: GatedDrafter([factory() for factory in factories], gate, sure_to_pay=sure_to_pay)
+    return lambda: GatedDrafter([factory() for factory in factories], gate, sure_to_pay=sure_to_pay,
+                                plain_share=plain_share)
 
 
 def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | None, str]:

@@ -46,6 +46,10 @@ class CostProfile:
         (w0, t0), (w1, t1) = points[-2], points[-1]
         return t1 + (t1 - t0) / (w1 - w0) * (size - w1)
 
+    def plain_share(self, size: int) -> float:
+        """What a one-token forward costs as a share of a verify forward over `size` tree tokens."""
+        return self.verify_cost(1) / self.verify_cost(size)
+
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(self), indent=2))

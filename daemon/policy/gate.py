@@ -2,13 +2,14 @@
 
 The latency-aware sizer picks the best tree *once the head has run*, trusting the head's own
 probabilities and the cost profile. Two things it cannot weigh: not drafting at all (by then the head's
-first step is spent), and how often the target really accepts. Where verifying even two tokens costs nearly twice one (a CPU without
-bfloat16 matmuls, in float32: BENCHMARKS.md), or where the head guesses badly on this code, a drafted
-step can lose to a plain one however well it is sized.
+first step is spent), and how often the target really accepts. Where verifying even two tokens costs nearly
+twice one (a CPU without bfloat16 matmuls, in float32: BENCHMARKS.md), or where the head guesses badly on this
+code, a drafted step can lose to a plain one however well it is sized.
 
 So a gated drafter holds a few arms, richest first (the runtime gives it two: the drafter of the mode and the
 root alone = plain decoding), and measures each by what the user waits for: tokens output per millisecond of
-whole decode step (draft, verify, accept), as moving averages over the steps that arm took. It uses the
+whole decode step (draft, verify, accept), as plain means over an arm's first steps and moving averages
+after (a slow first step, new shapes for the matrix kernels, fades as 1/n). It uses the
 best arm; ties go to the richer one. Every other arm is probed after `backoff` steps without it, so a
 change (boilerplate after logic, a warm cache) is noticed; a probe that does not make its arm the best
 doubles that arm's backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
@@ -27,6 +28,13 @@ drafting may not pay (a probe of plain decoding in the middle of a copy cost up 
 A step is charged only for its own work. An arm that did not draft the sequence's last step may be behind
 (the head has not seen the prompt, or the tokens other arms committed); it catches up before its step's clock
 starts. Charged to the step, that one-off cost made the head's arm look worst exactly when it was probed.
+
+Plain decoding need not be probed at all (`plain_share`): its step outputs exactly one token, and its time is
+that of a one-token forward, which every drafted step tells: the step's time less its drafting, scaled by what
+one token costs against the tree it verified (the cost profile's curve). Each drafted step then also updates
+the plain arm, so it is never due for a probe, and no step is spent on it while drafting wins. Where drafting
+won, probes of plain decoding had been 6-9% of the steps on HumanEval prompts (BENCHMARKS.md, "Plain decoding,
+estimated"). The estimate ran 10-19% above the plain steps measured beside it, which leans toward drafting.
 """
 
 from __future__ import annotations
@@ -55,12 +63,11 @@ class Arm:
     probing: bool = False  # its last step was a probe
 
     def record(self, tokens: int, ms: float, weight: float, token_weight: float) -> None:
-        if self.steps == 0:
-            self.tokens, self.ms = float(tokens), ms
-        else:
-            self.tokens += token_weight * (tokens - self.tokens)
-            self.ms += weight * (ms - self.ms)
+        """Plain means over an arm's first steps, moving averages after: a slow first step (new shapes for
+        the matrix kernels, a cold cache) weighs 1/n after n steps, not ~weight**probes after sparse probes."""
         self.steps += 1
+        self.tokens += max(token_weight, 1.0 / self.steps) * (tokens - self.tokens)
+        self.ms += max(weight, 1.0 / self.steps) * (ms - self.ms)
 
     @property
     def rate(self) -> float:
@@ -104,6 +111,25 @@ class DraftGate:
             arm.backoff = min(2 * arm.backoff, self.max_skip)
         arm.probing = False
 
+    def estimate(self, arm_index: int, ms: float) -> None:
+        """A step of one output token that `arm_index` (plain decoding) would have taken, in `ms`: estimated
+        from another arm's step, so the arm is up to date and not due for a probe."""
+        arm = self.arms[arm_index]
+        arm.record(1, ms, self.weight, self.token_weight)
+        arm.idle = 0
+
+
+@dataclass
+class _Step:
+    """A step in flight: drafted by `arm` when `committed` tokens were committed, its clock started at `start`."""
+
+    arm: int
+    committed: int
+    start: float  # seconds on the drafter's clock
+    draft_ms: float  # of it, spent drafting (measured only when plain decoding is estimated)
+    size: int  # tree tokens verified, root included
+    measured: bool  # False for a step sure to pay: its arm's averages do not take it
+
 
 class GatedDrafter:
     """A drafter that drafts each step with the arm the gate chooses.
@@ -115,14 +141,18 @@ class GatedDrafter:
     """
 
     def __init__(self, arms: Sequence[Drafter], gate: DraftGate, clock: Callable[[], float] = time.perf_counter,
-                 sure_to_pay: Callable[[DraftInput], bool] | None = None):
+                 sure_to_pay: Callable[[DraftInput], bool] | None = None,
+                 plain_share: Callable[[int], float] | None = None):
         if len(arms) != len(gate.arms):
             raise ValueError(f"{len(arms)} drafters for a gate of {len(gate.arms)} arms")
         self.arms = list(arms)
         self.gate = gate
         self.clock = clock  # seconds
         self.sure_to_pay = sure_to_pay  # steps the richest arm drafts, unmeasured, whatever the gate would choose
-        self._pending: tuple[int, int, float] | None = None  # (arm, committed tokens, clock) at the last propose
+        # W tree tokens -> a one-token forward's share of a W-token verify (CostProfile.plain_share); given, the
+        # last arm must be plain decoding, and every drafted step estimates it (module docstring)
+        self.plain_share = plain_share
+        self._pending: _Step | None = None  # the step in flight
         self._last_arm: int | None = None  # the arm that drafted this sequence's last step
 
     def reset(self) -> None:
@@ -141,15 +171,26 @@ class GatedDrafter:
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         now, committed = self.clock(), int(draft_input.tokens.numel()) - 1
-        if self._pending is not None:
-            arm, before, start = self._pending
-            if committed > before:
-                self.gate.record(arm, committed - before, (now - start) * 1000.0)
+        self._finish(now, committed)
         sure = self.sure_to_pay is not None and self.sure_to_pay(draft_input)
         arm = 0 if sure else self.gate.choose()
         if arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
             self.arms[arm].observe(draft_input.tokens[:-1], draft_input.features)
             now = self.clock()
         self._last_arm = arm
-        self._pending = None if sure else (arm, committed, now)
-        return self.arms[arm].propose(draft_input, budget)
+        tree = self.arms[arm].propose(draft_input, budget)
+        draft_ms = (self.clock() - now) * 1000.0 if self.plain_share is not None else 0.0
+        self._pending = _Step(arm, committed, now, draft_ms, tree.size, measured=not sure)
+        return tree
+
+    def _finish(self, now: float, committed: int) -> None:
+        """Record the step in flight, which output the tokens committed since it started."""
+        step, self._pending = self._pending, None
+        if step is None or committed <= step.committed:
+            return
+        ms = (now - step.start) * 1000.0
+        if step.measured:
+            self.gate.record(step.arm, committed - step.committed, ms)
+        plain = len(self.arms) - 1
+        if self.plain_share is not None and step.arm != plain:
+            self.gate.estimate(plain, (ms - step.draft_ms) * self.plain_share(step.size))

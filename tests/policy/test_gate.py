@@ -150,6 +150,60 @@ def test_a_step_sure_to_pay_is_drafted_by_the_richest_arm_and_not_measured():
     assert plain.calls == 1 and gate.arms[0].steps == before[0][0]
 
 
+class Timed:
+    """A drafter that spends `draft_s` seconds on `now` drafting a chain of `size` tree tokens."""
+
+    def __init__(self, now: list[float], draft_s: float, size: int):
+        self.now, self.draft_s, self.size, self.calls = now, draft_s, size, 0
+
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+        pass
+
+    def reset(self) -> None:
+        pass
+
+    def truncate(self, committed: int) -> None:
+        pass
+
+    def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
+        self.calls += 1
+        self.now[0] += self.draft_s
+        size = self.size
+        return DraftTree(tokens=torch.full((size,), int(draft_input.tokens[-1])), parents=torch.arange(-1, size - 1),
+                         depths=torch.arange(size), log_probs=torch.zeros(size))
+
+
+def run_estimated(tokens_per_step: int, steps: int = 40) -> tuple[Timed, Recording, DraftGate]:
+    """A drafter that spends 20 ms drafting 8 tree tokens in steps of 150 ms, each outputting `tokens_per_step`;
+    plain decoding estimated at 0.8 of a step's verify time (a one-token forward against an 8-token one)."""
+    now = [0.0]
+    rich, plain = Timed(now, 0.020, 8), Recording(now)
+    gate = DraftGate(2)
+    drafter = GatedDrafter([rich, plain], gate, clock=lambda: now[0],
+                           plain_share=lambda size: 0.8 if size == 8 else 1.0)
+    committed = 10
+    for _ in range(steps):
+        drafter.propose(step_input(committed))
+        arm = drafter._last_arm
+        now[0] += 0.130 if arm == 0 else 0.104  # verify: an 8-token forward, or a one-token one
+        committed += tokens_per_step if arm == 0 else 1
+    return rich, plain, gate
+
+
+def test_plain_decoding_estimated_from_drafted_steps_is_never_probed_while_drafting_wins():
+    rich, plain, gate = run_estimated(tokens_per_step=3)
+    assert plain.calls == 0 and rich.calls == 40  # no opening plain step, no probes
+    assert gate.arms[1].steps == 39 and gate.arms[1].tokens == 1.0
+    assert gate.arms[1].ms == pytest.approx((150.0 - 20.0) * 0.8)  # the step less its drafting, scaled
+
+
+def test_a_drafter_that_loses_to_estimated_plain_decoding_is_set_aside_and_probed():
+    rich, plain, gate = run_estimated(tokens_per_step=1)  # 1 token in 150 ms against 1 in 104
+    assert gate.best() == 1
+    assert plain.calls > 30 and 2 <= rich.calls <= 6  # the first step, then probes ever more rarely
+    assert gate.arms[1].ms == pytest.approx(104.0)  # estimates and plain steps agree here
+
+
 @lru_cache(maxsize=None)
 def setup():
     target = tiny_target("qwen2", stop_ids=(VOCAB - 1,))
@@ -191,25 +245,26 @@ class Costly:
         return self.inner.propose(draft_input, budget)
 
 
-def gated_factory(arms, extra: float, sure_to_pay=None):
+def gated_factory(arms, extra: float, sure_to_pay=None, plain_share=None):
     """GatedDrafters over `arms` (factories, richest first) sharing one gate; the first arm costs `extra` s more."""
     gate, clock = DraftGate(len(arms)), FakeClock()
     return lambda: GatedDrafter([Costly(arms[0](), clock, extra)] + [arm() for arm in arms[1:]], gate, clock=clock,
-                                sure_to_pay=sure_to_pay)
+                                sure_to_pay=sure_to_pay, plain_share=plain_share)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(prompt=st.one_of(repetitive, st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=30)),
        extra=st.sampled_from([0.0, 0.05, 5.0]), drafter=st.sampled_from(["merged", "merged-sure", "eagle"]),
-       max_new=st.integers(1, 40))
-def test_gated_output_equals_autoregressive(prompt, extra, drafter, max_new):
+       max_new=st.integers(1, 40), estimated=st.booleans())
+def test_gated_output_equals_autoregressive(prompt, extra, drafter, max_new, estimated):
     target, head = setup()
     budget = TreeBudget(top_k=4, depth=6, total_tokens=64, sizer=LatencySizer(PROFILE, 64))
     merged = lambda: MergedDrafter(EagleDrafter(head), LookupDrafter())  # noqa: E731
     arms = {"merged": [merged, LookupDrafter, NoDrafter], "merged-sure": [merged, NoDrafter],
             "eagle": [lambda: EagleDrafter(head), NoDrafter]}[drafter]
     sure = confident_match if drafter == "merged-sure" else None  # with extra=5.0, copies are drafted, others not
-    spec = SpeculativeEngine(target, gated_factory(arms, extra, sure), budget).generate(
+    plain_share = PROFILE.plain_share if estimated else None  # plain decoding is every arm list's last
+    spec = SpeculativeEngine(target, gated_factory(arms, extra, sure, plain_share), budget).generate(
         prompt, stop=StopRule(max_new_tokens=max_new)).run()
     ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
     assert spec.tokens == ar.tokens

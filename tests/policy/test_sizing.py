@@ -56,6 +56,7 @@ def test_interpolation_and_round_trip(tmp_path):
     p = profile({1: 10.0, 8: 24.0, 16: 40.0})
     assert p.verify_cost(4) == 10.0 + 14.0 * 3 / 7
     assert p.verify_cost(32) == 72.0  # extrapolates the last segment
+    assert p.plain_share(1) == 1.0 and p.plain_share(16) == 10.0 / 40.0  # a one-token forward against W tokens
     p.save(tmp_path / "p.json")
     assert CostProfile.load(tmp_path / "p.json").verify_ms == p.verify_ms
 
