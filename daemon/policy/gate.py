@@ -11,8 +11,8 @@ root alone = plain decoding), and measures each by what the user waits for: toke
 whole decode step (draft, verify, accept), as plain means over an arm's first steps and moving averages
 after (a slow first step, new shapes for the matrix kernels, fades as 1/n). It uses the
 best arm; ties go to the richer one. Every other arm is probed after `backoff` steps without it, so a
-change (boilerplate after logic, a warm cache) is noticed; a probe that does not make its arm the best
-doubles that arm's backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
+change (boilerplate after logic, a warm cache) is noticed; once an arm has been measured `MIN_MEASURED` times,
+a probe that does not make it the best doubles its backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
 verified.
 
 Arms should differ in what the sizer cannot weigh. Lookup alone was once an arm of the full policy: the
@@ -49,6 +49,9 @@ from ..speculative.drafter import Drafter, DraftInput, TreeBudget
 from ..speculative.tree import DraftTree
 
 FIRST_BACKOFF = 2  # steps without an arm before its first probe
+# steps an arm is measured before a losing probe doubles its backoff: a decision on one or two steps that
+# output 1 to 11 tokens is noise (a fresh engine decoded whole prompts plain after one short first step)
+MIN_MEASURED = 4
 
 
 @dataclass
@@ -107,7 +110,7 @@ class DraftGate:
         arm.record(tokens, ms, self.weight, self.token_weight)
         if self.best() == arm_index:
             arm.backoff = FIRST_BACKOFF
-        elif arm.probing:
+        elif arm.probing and arm.steps >= MIN_MEASURED:
             arm.backoff = min(2 * arm.backoff, self.max_skip)
         arm.probing = False
 

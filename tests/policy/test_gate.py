@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nestling.daemon.policy.cost_model import CostProfile
-from nestling.daemon.policy.gate import FIRST_BACKOFF, DraftGate, GatedDrafter
+from nestling.daemon.policy.gate import FIRST_BACKOFF, MIN_MEASURED, DraftGate, GatedDrafter
 from nestling.daemon.policy.sizing import LatencySizer
 from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
@@ -41,11 +41,13 @@ def test_a_losing_drafter_is_set_aside_and_probed_ever_more_rarely():
     gate = DraftGate(2, max_skip=8)
     chosen = run_gate(gate, 60, STEEP.get)
     assert chosen[:2] == [0, 1]  # each arm is measured once
-    probes = [i for i, arm in enumerate(chosen) if arm == 0][1:]
-    gaps = [b - a - 1 for a, b in zip(probes, probes[1:])]
-    assert gaps[:3] == [2 * FIRST_BACKOFF, 4 * FIRST_BACKOFF, 8]  # each losing probe doubles, up to max_skip
-    assert set(gaps[2:]) == {8}
-    assert chosen.count(0) < 10
+    drafted = [i for i, arm in enumerate(chosen) if arm == 0]
+    gaps = [b - a - 1 for a, b in zip(drafted, drafted[1:])]
+    # measured MIN_MEASURED times FIRST_BACKOFF apart, then each losing probe doubles the gap, up to max_skip
+    assert gaps[:MIN_MEASURED - 1] == [FIRST_BACKOFF] * (MIN_MEASURED - 1)
+    assert gaps[MIN_MEASURED - 1:MIN_MEASURED + 1] == [2 * FIRST_BACKOFF, 4 * FIRST_BACKOFF]
+    assert set(gaps[MIN_MEASURED + 1:]) == {8}
+    assert chosen.count(0) < 12
 
 
 def test_a_paying_drafter_drafts_every_step_and_plain_decoding_is_probed():
@@ -135,7 +137,7 @@ def test_a_step_sure_to_pay_is_drafted_by_the_richest_arm_and_not_measured():
     now = [0.0]
     rich, plain = Recording(now), Recording(now)
     gate = DraftGate(2)
-    run_gate(gate, 6, STEEP.get)  # drafting measured to lose: plain decoding is the best arm
+    run_gate(gate, 12, STEEP.get)  # drafting measured to lose: plain decoding is the best arm
     sure = [False]
     drafter = GatedDrafter([rich, plain], gate, clock=lambda: now[0], sure_to_pay=lambda draft_input: sure[0])
     before = [(arm.steps, arm.idle) for arm in gate.arms]
