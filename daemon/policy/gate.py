@@ -9,10 +9,10 @@ code, a drafted step can lose to a plain one however well it is sized.
 So a gated drafter holds a few arms, richest first (the runtime gives it two: the drafter of the mode and the
 root alone = plain decoding), and measures each by what the user waits for: tokens output per millisecond of
 whole decode step (draft, verify, accept), as plain means over an arm's first steps and moving averages
-after (a slow first step, new shapes for the matrix kernels, fades as 1/n). It uses the
-best arm; ties go to the richer one. Every other arm is probed after `backoff` steps without it, so a
-change (boilerplate after logic, a warm cache) is noticed; once an arm has been measured `MIN_MEASURED` times,
-a probe that does not make it the best doubles its backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
+after (a slow first step, new shapes for the matrix kernels, fades as 1/n). It uses the best arm; ties go to
+the richer one. Every other arm is probed after `backoff` steps without it, so a change (boilerplate after
+logic, a warm cache) is noticed; once an arm has been measured `MIN_MEASURED` times, a probe that does not make
+it the best doubles its backoff up to `max_skip`. Output is unchanged whatever arm drafts: every step is
 verified.
 
 Arms should differ in what the sizer cannot weigh. Lookup alone was once an arm of the full policy: the

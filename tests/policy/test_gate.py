@@ -57,6 +57,16 @@ def test_a_paying_drafter_drafts_every_step_and_plain_decoding_is_probed():
     assert chosen.count(1) >= 5  # measured once, then probed: 2, 4, 8, 8, ... steps apart
 
 
+def test_an_arms_first_steps_are_averaged_as_plain_means_then_moving_averages():
+    gate = DraftGate(1, weight=0.25, token_weight=0.1)
+    for tokens, ms in [(1, 1000.0), (3, 100.0), (3, 100.0), (3, 100.0)]:  # a slow first step (new kernel shapes)
+        gate.record(0, tokens, ms)
+    arm = gate.arms[0]
+    assert arm.ms == pytest.approx(325.0) and arm.tokens == pytest.approx(2.5)  # means of the four steps
+    gate.record(0, 3, 100.0)  # the fifth: the time's moving average (0.25 > 1/5), the tokens' mean (1/5 > 0.1)
+    assert arm.ms == pytest.approx(325.0 + 0.25 * (100.0 - 325.0)) and arm.tokens == pytest.approx(2.6)
+
+
 def test_equal_rates_go_to_the_richer_arm():
     gate = DraftGate(3)
     run_gate(gate, 3, lambda arm: (2, 200.0) if arm < 2 else (1, 100.0))
