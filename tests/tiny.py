@@ -105,15 +105,20 @@ def unwritten_tokens(tokenizer) -> list[int]:
 
 
 def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0,
-                           never_stop: bool = False):
+                           never_stop: bool = False, whole_characters: bool = False):
     """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests.
     never_stop: zero the lm_head rows of `unwritten_tokens`, so greedy decoding (practically) never ends by itself
-    and writes one long line: wherever the language-server and editor tests ask, there is text to show."""
+    and writes one long line: wherever the language-server and editor tests ask, there is text to show.
+    whole_characters: zero also the rows of tokens that are part of a character (byte pieces that decode to
+    U+FFFD), so the text written can be typed back and tokenizes to what was written."""
     tokenizer = tiny_tokenizer()
     target = tiny_target(arch, seed=seed, vocab=len(tokenizer), logit_scale=logit_scale)
-    if never_stop:
+    unwritten = unwritten_tokens(tokenizer) if never_stop else []
+    if whole_characters:
+        unwritten += [index for index in range(len(tokenizer)) if "\ufffd" in tokenizer.decode([index])]
+    if unwritten:
         with torch.no_grad():
-            target.model.lm_head.weight[unwritten_tokens(tokenizer)] = 0.0
+            target.model.lm_head.weight[unwritten] = 0.0
     target.model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
     target.model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))

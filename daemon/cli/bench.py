@@ -36,20 +36,23 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
-    p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup"], default="engine",
+    p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup", "type-through"], default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
                         "running daemon, prefix cache on and off; open: the first completion in a file just "
                         "opened (SOURCES, default the held-out files), with and without the prefill editors ask "
                         "for on opening, against a running daemon; syntax: incremental parse + region lookup "
                         "after a one-character edit in a 5,000-line file, per language; lookup: how often "
                         "prompt-lookup continuations hold, per matched n-gram length, on the target's own "
-                        "continuations cached by train-head (--cache-dir)")
+                        "continuations cached by train-head (--cache-dir); type-through: in this process, typing "
+                        "the shown completion character by character at each prompt's cursor (SOURCES), with and "
+                        "without the rest of the last completion offered to the drafter")
     p.add_argument("--cache-dir", type=Path, help="--target lookup: a `nestling train-head --cache-dir` (or "
                                                   "one of its train/held_out folders)")
     p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
                                              "file made of the held-out Python files)")
     p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
-    p.add_argument("--keystrokes", type=int, default=12, help="--target grpc: requests per cache setting")
+    p.add_argument("--keystrokes", type=int, default=12,
+                   help="--target grpc: requests per cache setting; type-through: keystrokes per prompt")
     p.add_argument("--open-delay", type=float, metavar="SECONDS",
                    help="--target open: send the completion this long after the prefill instead of when it ends "
                         "(the user types before the prefill is done)")
@@ -71,6 +74,8 @@ def run(args) -> int:
         return run_syntax(args)
     if args.target == "lookup":
         return run_lookup(args)
+    if args.target == "type-through":
+        return run_type_through(args)
     from ..bench.prompts import collect
     from ..bench.runner import environment, format_table, run_bench
     from ..runtime import load_runtime
@@ -136,6 +141,46 @@ def run_typing(args) -> int:
           f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
     print_latency_rows("prefix cache", {setting.replace("cache_", ""): data for setting, data in runs.items()})
     print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
+    return 0
+
+
+def run_type_through(args) -> int:
+    from tqdm import tqdm
+
+    from ..bench.prompts import collect
+    from ..bench.runner import environment
+    from ..bench.type_through import SETTINGS, replay, summarize
+    from ..runtime import load_runtime
+    from ..service.completion import CompletionService
+    from ..service.config import ServiceConfig
+
+    prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
+    runtime = load_runtime(args.model, args.head, args.device, args.dtype, draft_gate=args.draft_gate,
+                           packed_weights=args.packed_weights)
+    services = {setting: CompletionService(runtime, ServiceConfig(follow_last_completion=setting == "hint"))
+                for setting in SETTINGS}
+    with tqdm(total=len(prompts), desc="typing through", unit="prompt") as bar:
+        results = replay(services, prompts, args.keystrokes, args.max_tokens, progress=lambda: bar.update(1))
+    runs = {setting: {"after_a_keystroke": summarize(results, setting),
+                      "first_at_the_position": summarize(results, setting, typed=False)} for setting in SETTINGS}
+    typed = {setting: runs[setting]["after_a_keystroke"] for setting in SETTINGS}
+    if not typed["hint"]["requests"]:
+        raise ValueError("no completion was shown at these positions, so nothing was typed through")
+    ratio = typed["no_hint"]["total_ms"]["p50"] / max(typed["hint"]["total_ms"]["p50"], 1e-9)
+    report = {"environment": environment(runtime), "prompts": len(prompts), "keystrokes": args.keystrokes,
+              "max_tokens": args.max_tokens, **runs, "total_speedup_after_a_keystroke": round(ratio, 2),
+              "requests": [vars(r) for r in results]}
+    if write_report(report, args):
+        return 0
+    env = report["environment"]
+    print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up to "
+          f"{args.keystrokes} keystrokes each, typing the completion shown; requests after a keystroke:")
+    print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}")
+    for setting, row in typed.items():
+        t = row["total_ms"]
+        print(f"{setting:<10}{row['requests']:>9}{t['p50']:>11.1f}{t['p95']:>9.1f}{t['mean']:>9.1f}"
+              f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}{row['same_completion_as_the_other_setting']:>7}")
+    print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with the hint")
     return 0
 
 

@@ -21,7 +21,7 @@ from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from .config import ServiceConfig
 from .postprocess import block_end, cursor_context, finalize, line_mode
-from .sessions import SessionStore
+from .sessions import LastCompletion, SessionStore
 
 LINE_MODES = ("auto", "single", "multi")
 
@@ -178,6 +178,7 @@ class CompletionService:
         mode = self.config.mode if request.mode == "spec" else "ar"
         engine, state = self._engine_and_state(session, mode)
         budget = self.runtime.budget_for(mode, region)
+        expected = self._expected(session, prefix, suffix)
         texts: list[str] = []
         stats = CompletionStats(region=region.value, mode=request.mode)
         for index in range(request.alternatives):
@@ -185,7 +186,8 @@ class CompletionService:
             stop = StopRule(max_new_tokens=request.max_tokens or self.config.max_tokens,
                             stop_strings=tuple(request.stop), deadline=request.deadline, cancel=cancel,
                             text_end=lambda t: block_end(t, context, shape))
-            generation = engine.generate(prompt.token_ids, sampling, stop, state=state, budget=budget)
+            generation = engine.generate(prompt.token_ids, sampling, stop, state=state, budget=budget,
+                                         expected=expected if index == 0 else None)
             streamed = ""
             for _ in generation:
                 if index == 0 and on_text is not None and generation.text and len(generation.text) > len(streamed):
@@ -193,6 +195,7 @@ class CompletionService:
                     streamed = generation.text
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at)
+                session.last_completion = LastCompletion(prefix, suffix, generation.text or "")
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
                 break
@@ -227,6 +230,15 @@ class CompletionService:
                                   path=uri, budget=self.budget, sticky_start=session.prefix_start)
         session.prefix_start = prompt.prefix_start
         return prompt
+
+    def _expected(self, session, prefix: str, suffix: str) -> list[int]:
+        """Tokens the model is expected to write at the cursor: the rest of the document's last completion when
+        the user has typed (part of) it since, or all of it at the same place; a draft hint only."""
+        last = session.last_completion
+        if not self.config.follow_last_completion or last is None:
+            return []
+        rest = last.rest_after(prefix, suffix)
+        return self.runtime.target.tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
 
     def _engine_and_state(self, session, mode: str):
         engine = self._engine(mode)

@@ -46,6 +46,8 @@ class ServiceConfig:
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)
+    # offer the rest of a document's last completion to the drafter while the user types it (never changes the output)
+    follow_last_completion: bool = True
     # pack the weights once for oneDNN where that gives the same bits faster (bfloat16 on a CPU; measured at load)
     packed_weights: bool = True
     static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
@@ -91,7 +93,7 @@ def _validate(config: ServiceConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
             kind = "a positive" if least else "a non-negative"
             raise ValueError(f"setting {name} must be {kind} integer, not {value!r}")
-    for name in ("allow_remote", "draft_gate", "packed_weights", "static_shapes"):
+    for name in ("allow_remote", "draft_gate", "follow_last_completion", "packed_weights", "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
     if config.max_tokens > config.max_tokens_limit:

@@ -12,12 +12,31 @@ from ..speculative.sequence import SequenceState
 
 
 @dataclass
+class LastCompletion:
+    """A document's last completion: where it was asked and what the model wrote there (possibly cut short by a
+    newer request). While the user types into it, the rest of it is what the model is expected to write next."""
+
+    prefix: str  # the text before the cursor when it was asked
+    suffix: str  # the text after the cursor
+    text: str  # the model's output there, before post-processing
+
+    def rest_after(self, prefix: str, suffix: str) -> str:
+        """The output expected at (prefix, suffix): this text less what was typed of it since ("" when the text
+        after the cursor changed, the text before it changed other than by typing, or what was typed differs)."""
+        if suffix != self.suffix or not prefix.startswith(self.prefix):
+            return ""
+        typed = prefix[len(self.prefix):]
+        return self.text[len(typed):] if self.text.startswith(typed) else ""
+
+
+@dataclass
 class Session:
     uri: str
     states: dict[str, SequenceState] = field(default_factory=dict)  # per decoding mode
     syntax: SyntaxDocument | None = None  # the document's parse, updated incrementally
     language: str | None = None  # language table name the syntax was built for
     prefix_start: int | None = None  # the prompt window's start in the document (kept while typing)
+    last_completion: LastCompletion | None = None  # the last request's output (a draft hint while typing into it)
     last_used: float = field(default_factory=time.monotonic)
 
     def kv_bytes(self) -> int:

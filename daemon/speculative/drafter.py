@@ -22,6 +22,9 @@ class DraftInput:
 
     tokens: torch.Tensor  # [L + 1] int64: the L committed tokens, then the root
     features: torch.Tensor  # [L, F] target features at each committed position (TargetModel.feature_layers)
+    # [R] int64 or None: tokens a lookup may copy from besides the sequence: the prompt's last tokens, then what the
+    # caller expects to follow them (e.g. the rest of the completion the user is typing through)
+    reference: torch.Tensor | None = None
 
 
 class TreeSizer(Protocol):

@@ -37,6 +37,7 @@ class StopRule:
 
 
 BudgetFn = Callable[[SequenceState], TreeBudget]
+REFERENCE_ANCHOR = 7  # prompt tokens before an expected continuation: with the first output, the lookup's longest n-gram (8)
 
 
 class SpeculativeEngine:
@@ -52,13 +53,16 @@ class SpeculativeEngine:
         return SequenceState.empty(self.target, self.make_drafter())
 
     def generate(self, prompt: list[int], sampling: Sampling | None = None, stop: StopRule | None = None,
-                 state: SequenceState | None = None, budget: TreeBudget | None = None) -> "Generation":
+                 state: SequenceState | None = None, budget: TreeBudget | None = None,
+                 expected: list[int] | None = None) -> "Generation":
         """A lazy generation: iterate it for token chunks as they are accepted, or call run().
-        `budget` overrides the engine's tree budget for this generation (e.g. one shaped by the region)."""
+        `budget` overrides the engine's tree budget for this generation (e.g. one shaped by the region).
+        `expected`: tokens the caller expects to follow the prompt (the rest of a completion the user is typing
+        through); the drafter may copy them (as a lookup reference), the output never depends on them."""
         if not prompt:
             raise ValueError("prompt must hold at least one token")
         return Generation(self, list(prompt), sampling or Sampling(), stop or StopRule(), state or self.new_state(),
-                          budget)
+                          budget, list(expected or ()))
 
     def budget_for(self, state: SequenceState) -> TreeBudget:
         return self.budget(state) if callable(self.budget) else self.budget
@@ -119,6 +123,7 @@ class Generation:
     stop: StopRule
     state: SequenceState
     budget: TreeBudget | None = None  # tree budget for this generation (None: the engine's)
+    expected: list[int] = field(default_factory=list)  # tokens the caller expects after the prompt (a draft hint)
     tokens: list[int] = field(default_factory=list)  # output tokens, stop rules applied
     text: str | None = None  # decoded output, cut at a stop string (None without a tokenizer)
     stats: GenerationStats = field(default_factory=GenerationStats)
@@ -142,6 +147,7 @@ class Generation:
         stop_ids = set(self.stop.stop_token_ids or target.stop_token_ids)
         root = self._prefill(clock, generator)
         self.stats.prefill_ms = clock.since_start()
+        reference = expected_reference(self.prompt, self.expected)
         chunk = self._admit([root], stop_ids)
         self.stats.first_token_ms = clock.since_start()
         if chunk:
@@ -153,6 +159,7 @@ class Generation:
             draft_input = DraftInput(
                 tokens=torch.tensor(self.state.tokens + [root], device=target.device),
                 features=self.state.features.view(),
+                reference=reference,
             )
             tree = self.state.drafter.propose(draft_input, self.budget or self.engine.budget_for(self.state))
             verify_start = clock.now()
@@ -231,6 +238,14 @@ class Generation:
                 self.text = self.text[:end]
                 self.stats.stop_reason = "end_of_block"
         return admitted
+
+
+def expected_reference(prompt: list[int], expected: list[int]) -> torch.Tensor | None:
+    """The lookup reference for an expected continuation: the prompt's last REFERENCE_ANCHOR tokens, then it, so
+    that once the first output token is known the sequence's longest n-gram finds the rest."""
+    if not expected:
+        return None
+    return torch.tensor(prompt[-REFERENCE_ANCHOR:] + expected, dtype=torch.long)
 
 
 def _first_stop(text: str, stop_strings: tuple[str, ...]) -> int | None:

@@ -46,30 +46,38 @@ class LookupDrafter:
         candidates, _ = self.draft_candidates(draft_input, budget)
         return select(int(draft_input.tokens[-1]), candidates, budget, draft_steps=0)
 
-    def continuations(self, tokens: torch.Tensor) -> tuple[list[list[int]], int]:
+    def continuations(self, tokens: torch.Tensor, reference: torch.Tensor | None = None
+                      ) -> tuple[list[list[int]], int]:
         """(continuations, matched n): what followed the most recent earlier occurrences of the longest
-        matching suffix."""
+        matching suffix, in `reference` (searched first at each n) and in the sequence itself."""
         seq = tokens.cpu()
         length = seq.numel()
+        # (tokens searched, tokens the continuation is read from): the sequence's windows end before its last token
+        sources = [(seq[: length - 1], seq)]
+        if reference is not None:
+            sources.insert(0, (reference.cpu(), reference.cpu()))
         for n in range(min(self.max_ngram, length - 1), self.min_ngram - 1, -1):
             suffix = seq[length - n:]
-            windows = seq[: length - 1].unfold(0, n, 1)  # windows ending before the last token
-            starts = (windows == suffix).all(dim=1).nonzero().flatten().tolist()
             found, firsts = [], set()
-            for start in reversed(starts):  # most recent first
-                follow = seq[start + n : start + n + self.max_depth].tolist()
-                if follow and follow[0] not in firsts:
-                    firsts.add(follow[0])
-                    found.append(follow)
-                if len(found) >= self.branches:
-                    break
+            for searched, follows in sources:
+                if searched.numel() < n:
+                    continue
+                windows = searched.unfold(0, n, 1)
+                starts = (windows == suffix).all(dim=1).nonzero().flatten().tolist()
+                for start in reversed(starts):  # most recent first
+                    follow = follows[start + n : start + n + self.max_depth].tolist()
+                    if follow and follow[0] not in firsts:
+                        firsts.add(follow[0])
+                        found.append(follow)
+                    if len(found) >= self.branches:
+                        return found, n
             if found:
                 return found, n
         return [], 0
 
     def draft_candidates(self, draft_input: DraftInput, budget: TreeBudget) -> tuple[Candidates, int]:
         device = draft_input.tokens.device
-        found, n = self.continuations(draft_input.tokens)
+        found, n = self.continuations(draft_input.tokens, draft_input.reference)
         if not found:
             return Candidates.empty(device), 0
         matched = min(n, max(FIRST))  # n >= 8 share one row
@@ -93,7 +101,7 @@ def confident_match(draft_input: DraftInput, lookup: LookupDrafter = LookupDraft
     pays at this step on any device, whatever the draft gate measured of drafted steps on average. Searches no
     shorter n-grams (~0.2 ms a step on a 1,600-token sequence when nothing matches; the merged drafter then
     searches again for its own candidates)."""
-    return lookup.continuations(draft_input.tokens)[1] >= CONFIDENT_NGRAM
+    return lookup.continuations(draft_input.tokens, draft_input.reference)[1] >= CONFIDENT_NGRAM
 
 
 def merge_candidates(base: Candidates, extra: Candidates) -> Candidates:

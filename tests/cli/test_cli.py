@@ -107,6 +107,23 @@ def test_bench_lookup_reads_a_distilled_cache(tmp_path):
     assert rows[(1, 0)]["first"] == 1.0 and rows[(3, 0)]["branches"] == 1
 
 
+def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint(tmp_path):
+    model = save_tiny_model_folder(tmp_path / "model", never_stop=True, whole_characters=True)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
+    out = tmp_path / "typing.json"
+    result = nestling("bench", src, "--target", "type-through", "--model", model, "--head", "untrained",
+                      "--dtype", "float32", "--per-file", 2, "--keystrokes", 3, "--max-tokens", 12, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "faster with the hint" in result.stdout
+    report = json.loads(out.read_text())
+    hint, no_hint = report["hint"]["after_a_keystroke"], report["no_hint"]["after_a_keystroke"]
+    assert hint["requests"] == no_hint["requests"] == 6  # 2 positions x 3 keystrokes (a completion always shows)
+    assert hint["same_completion_as_the_other_setting"] == 6  # float32: the hint never changes what is shown
+    assert hint["tau"] > no_hint["tau"]
+
+
 def test_the_command_line_parses_without_importing_torch():
     # `nestling serve --stop`, `--help`, and the argument parsing before `nestling lsp` starts stay instant:
     # each subcommand imports the model stack only in its run().

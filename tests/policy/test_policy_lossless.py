@@ -153,3 +153,45 @@ def test_static_shapes_pad_trees_to_buckets_and_stay_lossless(prompt, region, bu
     ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=20)).run()
     assert spec.tokens == ar.tokens
     assert set(spec.stats.tree_sizes) <= set(buckets)
+
+
+def test_lookup_searches_the_reference_first_and_prefers_longer_matches():
+    drafter = LookupDrafter(max_ngram=3, min_ngram=1, max_depth=4, branches=2)
+    tokens = torch.tensor([1, 2, 3, 9, 9, 5, 2, 3])
+    assert drafter.continuations(tokens, torch.tensor([2, 3, 6, 6]))[0] == [[6, 6], [9, 9, 5, 2]]
+    assert drafter.continuations(tokens, torch.tensor([5, 2, 3, 4]))[0] == [[4]]  # "5 2 3": longer than any other
+    assert drafter.continuations(tokens, torch.tensor([2, 3]))[0] == [[9, 9, 5, 2]]  # nothing follows it there
+    assert confident_match(DraftInput(tokens, torch.zeros(7, 4), reference=torch.tensor([5, 2, 3, 4])))
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(prompt=st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=30), max_new=st.integers(2, 40),
+       typed=st.integers(0, 6), hint=st.sampled_from(["true", "corrupted", "random"]),
+       drafter=st.sampled_from(["merged", "lookup"]))
+def test_an_expected_continuation_never_changes_the_output(prompt, max_new, typed, hint, drafter):
+    target, head = setup()
+    ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    expected = ar.tokens[typed:]  # what was written, less what the user has "typed" of it since
+    if hint == "corrupted" and expected:
+        expected[len(expected) // 2] = (expected[len(expected) // 2] + 1) % (VOCAB - 1)
+    elif hint == "random":
+        expected = torch.randint(0, VOCAB - 1, (max_new,), generator=torch.Generator().manual_seed(max_new)).tolist()
+    factory = {"merged": lambda: MergedDrafter(EagleDrafter(head), LookupDrafter()), "lookup": LookupDrafter}[drafter]
+    engine = SpeculativeEngine(target, factory, shaped_budget(Region.NEUTRAL, LatencySizer(CPU_CURVE, 64), 64))
+    spec = engine.generate(prompt + ar.tokens[:typed], stop=StopRule(max_new_tokens=max_new), expected=expected).run()
+    plain = SpeculativeEngine(target, NoDrafter).generate(prompt + ar.tokens[:typed],
+                                                          stop=StopRule(max_new_tokens=max_new)).run()
+    assert spec.tokens == plain.tokens
+
+
+def test_the_true_continuation_is_verified_a_lookup_depth_at_a_time():
+    target, _ = setup()
+    prompt = [3, 14, 15, 92, 65, 35, 89, 79, 32, 38]
+    ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=40)).run()
+    assert len(ar.tokens) == 40 and ar.stats.target_forwards == 39
+    engine = SpeculativeEngine(target, LookupDrafter, TreeBudget(total_tokens=10))
+    hinted = engine.generate(prompt, stop=StopRule(max_new_tokens=40), expected=ar.tokens).run()
+    unhinted = engine.generate(prompt, stop=StopRule(max_new_tokens=40)).run()
+    assert hinted.tokens == ar.tokens == unhinted.tokens
+    # the first token comes from the prefill; each forward then accepts 10 copied tokens and adds its bonus token
+    assert hinted.stats.target_forwards == 4 < unhinted.stats.target_forwards

@@ -1,0 +1,55 @@
+"""The completion service on a tiny random model: typing into the last completion hints the drafter with its
+rest, and never changes what is written."""
+
+import pytest
+
+from nestling.daemon.models.target import load_target
+from nestling.daemon.policy.cost_model import CostProfile
+from nestling.daemon.runtime import Runtime
+from nestling.daemon.service.completion import CompletionRequest, CompletionService
+from nestling.daemon.service.config import ServiceConfig
+from nestling.daemon.speculative.drafter import TreeBudget
+from tiny import informed_head, save_tiny_model_folder
+
+PROFILE = CostProfile("t", 300, {1: 100.0, 16: 110.0, 128: 500.0}, 10.0)
+DOCUMENT = "def total(values):\n    result = 0\n    for value in values:\n        result = "
+URI = "file:///work/total.py"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    folder = save_tiny_model_folder(tmp_path_factory.mktemp("tiny"), never_stop=True, whole_characters=True)
+    target = load_target(str(folder), device="cpu", dtype="float32", progress=False)
+    return Runtime(target=target, head=informed_head(target), head_source="test", budget=TreeBudget(4, 4, 12),
+                   _profile=PROFILE)
+
+
+def type_into_last_completion(runtime, follow: bool, typed_chars: int):
+    """Ask at the end of DOCUMENT, type the first `typed_chars` of what the model wrote, ask again."""
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24, follow_last_completion=follow))
+    service.complete(CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single"))
+    written = service.sessions.get(URI).last_completion.text
+    assert len(written) > typed_chars
+    document = DOCUMENT + written[:typed_chars]
+    again = service.complete(CompletionRequest(uri=URI, text=document, cursor=len(document), line_mode="single"))
+    return written, again
+
+
+def test_asking_again_at_the_same_place_drafts_the_whole_last_completion(runtime):
+    written, hinted = type_into_last_completion(runtime, True, 0)
+    _, plain = type_into_last_completion(runtime, False, 0)
+    assert [item.text for item in hinted.items] == [item.text for item in plain.items] != []
+    assert hinted.stats.tau > plain.stats.tau and hinted.stats.tau >= 8
+
+
+def test_typing_into_the_last_completion_drafts_its_rest_and_writes_the_same(runtime):
+    """Typing part of what the model wrote changes the tokens it sees, and a tiny random model then soon writes
+    something else; the hint still pays where it keeps to its text. The output is always the output without it."""
+    taus = []
+    for typed_chars in range(1, 13):
+        _, hinted = type_into_last_completion(runtime, True, typed_chars)
+        _, plain = type_into_last_completion(runtime, False, typed_chars)
+        assert [item.text for item in hinted.items] == [item.text for item in plain.items] != []
+        taus.append((hinted.stats.tau, plain.stats.tau))
+    assert sum(hinted > plain for hinted, plain in taus) >= 3
+    assert sum(hinted for hinted, _ in taus) > sum(plain for _, plain in taus)
