@@ -75,7 +75,7 @@ def stop_daemon(running: RunningDaemon) -> None:
 
 @pytest.fixture(scope="session")
 def model_folder(tmp_path_factory):
-    return save_tiny_model_folder(tmp_path_factory.mktemp("tiny") / "model", never_stop=True)
+    return save_tiny_model_folder(tmp_path_factory.mktemp("tiny") / "model", never_stop=True, whole_characters=True)
 
 
 @pytest.fixture(scope="module")

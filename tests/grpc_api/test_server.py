@@ -71,6 +71,14 @@ def test_prefix_reuse_gives_the_same_output_as_no_reuse(daemon):
     assert [i.text for i in reused.items] == [i.text for i in fresh.items]
 
 
+def test_asking_again_in_the_same_document_follows_the_last_completion(daemon):
+    first = daemon.client.complete(request(uri="file:///again.py", line_mode=pb.LINE_MODE_MULTI))
+    again = daemon.client.complete(request(uri="file:///again.py", line_mode=pb.LINE_MODE_MULTI))
+    other = daemon.client.complete(request(uri="file:///other.py", line_mode=pb.LINE_MODE_MULTI))
+    assert [i.text for i in again.items] == [i.text for i in first.items] == [i.text for i in other.items] != []
+    assert again.stats.tau > other.stats.tau and again.stats.tau >= 5  # its last completion drafted as one chain
+
+
 def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon):
     code, _ = code_of(lambda: daemon.client.complete(
         request(uri="file:///slow.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI), timeout=0.5))
