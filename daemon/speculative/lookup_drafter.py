@@ -26,11 +26,15 @@ CONFIDENT_NGRAM = 3
 
 
 class LookupDrafter:
-    def __init__(self, max_ngram: int = 8, min_ngram: int = 1, max_depth: int = 10, branches: int = 2):
+    def __init__(self, max_ngram: int = 8, min_ngram: int = 1, max_depth: int = 10, branches: int = 2,
+                 reference_depth: int = 32):
         self.max_ngram = max_ngram  # longest suffix searched for
         self.min_ngram = min_ngram  # shortest suffix worth a match
         self.max_depth = max_depth  # tokens proposed per continuation
         self.branches = branches  # distinct continuations (by first token) proposed
+        # tokens proposed per continuation read from the reference (an expected continuation: the sizer takes as
+        # many as the cost curve pays for)
+        self.reference_depth = reference_depth
 
     def reset(self) -> None:
         pass
@@ -53,19 +57,19 @@ class LookupDrafter:
         seq = tokens.cpu()
         length = seq.numel()
         # (tokens searched, tokens the continuation is read from): the sequence's windows end before its last token
-        sources = [(seq[: length - 1], seq)]
+        sources = [(seq[: length - 1], seq, self.max_depth)]
         if reference is not None:
-            sources.insert(0, (reference.cpu(), reference.cpu()))
+            sources.insert(0, (reference.cpu(), reference.cpu(), self.reference_depth))
         for n in range(min(self.max_ngram, length - 1), self.min_ngram - 1, -1):
             suffix = seq[length - n:]
             found, firsts = [], set()
-            for searched, follows in sources:
+            for searched, follows, depth in sources:
                 if searched.numel() < n:
                     continue
                 windows = searched.unfold(0, n, 1)
                 starts = (windows == suffix).all(dim=1).nonzero().flatten().tolist()
                 for start in reversed(starts):  # most recent first
-                    follow = follows[start + n : start + n + self.max_depth].tolist()
+                    follow = follows[start + n : start + n + depth].tolist()
                     if follow and follow[0] not in firsts:
                         firsts.add(follow[0])
                         found.append(follow)
