@@ -162,6 +162,9 @@ def test_lookup_searches_the_reference_first_and_prefers_longer_matches():
     assert drafter.continuations(tokens, torch.tensor([5, 2, 3, 4]))[0] == [[4]]  # "5 2 3": longer than any other
     assert drafter.continuations(tokens, torch.tensor([2, 3]))[0] == [[9, 9, 5, 2]]  # nothing follows it there
     assert confident_match(DraftInput(tokens, torch.zeros(7, 4), reference=torch.tensor([5, 2, 3, 4])))
+    deep = LookupDrafter(max_ngram=3, max_depth=2, reference_depth=5)
+    assert deep.continuations(torch.tensor([1, 2, 3, 8, 2, 3]), torch.tensor([2, 3, 4, 5, 6, 7, 8, 9]))[0] == [
+        [4, 5, 6, 7, 8], [8, 2]]  # an expected continuation runs deeper than a repeat in the sequence
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
