@@ -21,7 +21,7 @@ from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from .config import ServiceConfig
 from .postprocess import block_end, cursor_context, finalize, line_mode
-from .sessions import LastCompletion, SessionStore
+from .sessions import PastCompletion, SessionStore
 
 LINE_MODES = ("auto", "single", "multi")
 
@@ -195,7 +195,7 @@ class CompletionService:
                     streamed = generation.text
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at)
-                session.last_completion = LastCompletion(prefix, suffix, generation.text or "")
+                session.remember(PastCompletion(prefix, suffix, generation.text or ""))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
                 break
@@ -232,12 +232,11 @@ class CompletionService:
         return prompt
 
     def _expected(self, session, prefix: str, suffix: str) -> list[int]:
-        """Tokens the model is expected to write at the cursor: the rest of the document's last completion when
-        the user has typed (part of) it since, or all of it at the same place; a draft hint only."""
-        last = session.last_completion
-        if not self.config.follow_last_completion or last is None:
+        """Tokens the model is expected to write at the cursor: the rest of a recent completion in the document that
+        the user has typed (part of) since, or all of one asked at this place; a draft hint only."""
+        if not self.config.follow_last_completion:
             return []
-        rest = last.rest_after(prefix, suffix)
+        rest = session.expected_text(prefix, suffix)
         return self.runtime.target.tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
 
     def _engine_and_state(self, session, mode: str):

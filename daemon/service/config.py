@@ -46,7 +46,7 @@ class ServiceConfig:
     cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)
-    # offer the rest of a document's last completion to the drafter while the user types it (never changes the output)
+    # offer the rest of a document's recent completion to the drafter while the user types it (never changes the output)
     follow_last_completion: bool = True
     # pack the weights once for oneDNN where that gives the same bits faster (bfloat16 on a CPU; measured at load)
     packed_weights: bool = True

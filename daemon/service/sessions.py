@@ -4,16 +4,19 @@ prompt window; bounded in bytes across documents, least recently used first out.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from ..context.syntax import SyntaxDocument
 from ..speculative.sequence import SequenceState
 
 
+RECENT_COMPLETIONS = 8  # completions remembered per document: a keystroke undone finds the one from before it
+
+
 @dataclass
-class LastCompletion:
-    """A document's last completion: where it was asked and what the model wrote there (possibly cut short by a
+class PastCompletion:
+    """A completion in a document: where it was asked and what the model wrote there (possibly cut short by a
     newer request). While the user types into it, the rest of it is what the model is expected to write next."""
 
     prefix: str  # the text before the cursor when it was asked
@@ -36,8 +39,20 @@ class Session:
     syntax: SyntaxDocument | None = None  # the document's parse, updated incrementally
     language: str | None = None  # language table name the syntax was built for
     prefix_start: int | None = None  # the prompt window's start in the document (kept while typing)
-    last_completion: LastCompletion | None = None  # the last request's output (a draft hint while typing into it)
+    # the latest requests' outputs, newest last (draft hints while the user types into one, or undoes a keystroke)
+    recent_completions: deque = field(default_factory=lambda: deque(maxlen=RECENT_COMPLETIONS))
     last_used: float = field(default_factory=time.monotonic)
+
+    def remember(self, completion: PastCompletion) -> None:
+        """Keep `completion` as the newest, replacing one asked at the same place."""
+        for old in [c for c in self.recent_completions if (c.prefix, c.suffix) == (completion.prefix, completion.suffix)]:
+            self.recent_completions.remove(old)
+        self.recent_completions.append(completion)
+
+    def expected_text(self, prefix: str, suffix: str) -> str:
+        """What the model is expected to write at (prefix, suffix): the rest of the newest remembered completion the
+        user has typed into since (or that was asked at this very place); "" if none."""
+        return next((rest for c in reversed(self.recent_completions) if (rest := c.rest_after(prefix, suffix))), "")
 
     def kv_bytes(self) -> int:
         return sum(state.kv_bytes() for state in self.states.values())

@@ -28,7 +28,7 @@ def type_into_last_completion(runtime, follow: bool, typed_chars: int):
     """Ask at the end of DOCUMENT, type the first `typed_chars` of what the model wrote, ask again."""
     service = CompletionService(runtime, ServiceConfig(max_tokens=24, follow_last_completion=follow))
     service.complete(CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single"))
-    written = service.sessions.get(URI).last_completion.text
+    written = service.sessions.get(URI).recent_completions[-1].text
     assert len(written) > typed_chars
     document = DOCUMENT + written[:typed_chars]
     again = service.complete(CompletionRequest(uri=URI, text=document, cursor=len(document), line_mode="single"))

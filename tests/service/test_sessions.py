@@ -1,19 +1,39 @@
 """Per-document sessions: what a document's last completion leads the service to expect next."""
 
-from nestling.daemon.service.sessions import LastCompletion
+from nestling.daemon.service.sessions import RECENT_COMPLETIONS, PastCompletion, Session
 
 
 def test_the_rest_of_the_last_completion_is_expected_while_the_user_types_it():
-    last = LastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
+    last = PastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
     assert last.rest_after("x = comp", "\nprint(x)\n") == "ute(values)"  # asked again at the same place
     assert last.rest_after("x = compu", "\nprint(x)\n") == "te(values)"
     assert last.rest_after("x = compute(", "\nprint(x)\n") == "values)"
 
 
 def test_nothing_is_expected_after_any_other_edit():
-    last = LastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
+    last = PastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
     assert last.rest_after("x = compa", "\nprint(x)\n") == ""  # typed something else
     assert last.rest_after("x = com", "\nprint(x)\n") == ""  # deleted a character
     assert last.rest_after("y = compu", "\nprint(x)\n") == ""  # changed the text before
     assert last.rest_after("x = compu", "\nprint(y)\n") == ""  # changed the text after
     assert last.rest_after("x = compute(values)", "\nprint(x)\n") == ""  # typed all of it
+
+
+def test_an_undone_keystroke_finds_the_completion_from_before_it():
+    session = Session("file:///a.py")
+    session.remember(PastCompletion("x = comp", "\n", "ute(values)"))
+    session.remember(PastCompletion("x = compa", "\n", "re(a, b)"))  # a typo...
+    assert session.expected_text("x = compar", "\n") == "e(a, b)"
+    assert session.expected_text("x = comp", "\n") == "ute(values)"  # ...undone: asked where it was before
+    assert session.expected_text("x = compu", "\n") == "te(values)"
+    assert session.expected_text("y = ", "\n") == ""
+
+
+def test_one_completion_is_kept_per_place_and_only_the_newest_few():
+    session = Session("file:///a.py")
+    session.remember(PastCompletion("a", "", "first"))
+    session.remember(PastCompletion("a", "", "second"))
+    assert session.expected_text("a", "") == "second" and len(session.recent_completions) == 1
+    for index in range(RECENT_COMPLETIONS + 1):
+        session.remember(PastCompletion(f"b{index}", "", "text"))
+    assert len(session.recent_completions) == RECENT_COMPLETIONS and session.expected_text("a", "") == ""
