@@ -36,7 +36,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
-    p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup", "type-through"], default="engine",
+    p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup", "type-through"],
+                   default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
                         "running daemon, prefix cache on and off; open: the first completion in a file just "
                         "opened (SOURCES, default the held-out files), with and without the prefill editors ask "

@@ -45,7 +45,8 @@ class Session:
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""
-        for old in [c for c in self.recent_completions if (c.prefix, c.suffix) == (completion.prefix, completion.suffix)]:
+        place = (completion.prefix, completion.suffix)
+        for old in [c for c in self.recent_completions if (c.prefix, c.suffix) == place]:
             self.recent_completions.remove(old)
         self.recent_completions.append(completion)
 

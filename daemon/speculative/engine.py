@@ -37,7 +37,8 @@ class StopRule:
 
 
 BudgetFn = Callable[[SequenceState], TreeBudget]
-REFERENCE_ANCHOR = 7  # prompt tokens before an expected continuation: with the first output, the lookup's longest n-gram (8)
+# prompt tokens put before an expected continuation: with the first output token they make the lookup's longest n-gram (8)
+REFERENCE_ANCHOR = 7
 
 
 class SpeculativeEngine:
