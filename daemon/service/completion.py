@@ -195,7 +195,7 @@ class CompletionService:
                     streamed = generation.text
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at)
-                session.remember(PastCompletion(prefix, suffix, generation.text or ""))
+                session.remember(PastCompletion.at(prefix, suffix, generation.text or ""))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
                 break

@@ -12,6 +12,9 @@ from ..speculative.sequence import SequenceState
 
 
 RECENT_COMPLETIONS = 8  # completions remembered per document: a keystroke undone finds the one from before it
+# characters kept on each side of a remembered cursor: more than a prompt's window holds (1,536 + 128 tokens), so an
+# edit farther away, which the model does not see, does not count; a huge document is not copied 8 times
+CONTEXT_CHARS = 16_384
 
 
 @dataclass
@@ -19,17 +22,29 @@ class PastCompletion:
     """A completion in a document: where it was asked and what the model wrote there (possibly cut short by a
     newer request). While the user types into it, the rest of it is what the model is expected to write next."""
 
-    prefix: str  # the text before the cursor when it was asked
-    suffix: str  # the text after the cursor
+    prefix_end: str  # the last CONTEXT_CHARS characters before the cursor when it was asked
+    prefix_length: int  # all the characters before it
+    suffix_start: str  # the first CONTEXT_CHARS characters after it
+    suffix_length: int
     text: str  # the model's output there, before post-processing
+
+    @classmethod
+    def at(cls, prefix: str, suffix: str, text: str) -> "PastCompletion":
+        return cls(prefix[-CONTEXT_CHARS:], len(prefix), suffix[:CONTEXT_CHARS], len(suffix), text)
 
     def rest_after(self, prefix: str, suffix: str) -> str:
         """The output expected at (prefix, suffix): this text less what was typed of it since ("" when the text
         after the cursor changed, the text before it changed other than by typing, or what was typed differs)."""
-        if suffix != self.suffix or not prefix.startswith(self.prefix):
+        start = self.prefix_length - len(self.prefix_end)
+        if (len(suffix) != self.suffix_length or not suffix.startswith(self.suffix_start)
+                or len(prefix) < self.prefix_length or prefix[start : self.prefix_length] != self.prefix_end):
             return ""
-        typed = prefix[len(self.prefix):]
+        typed = prefix[self.prefix_length:]
         return self.text[len(typed):] if self.text.startswith(typed) else ""
+
+    def same_place(self, other: "PastCompletion") -> bool:
+        return (self.prefix_end, self.prefix_length, self.suffix_start, self.suffix_length) == (
+            other.prefix_end, other.prefix_length, other.suffix_start, other.suffix_length)
 
 
 @dataclass
@@ -45,8 +60,7 @@ class Session:
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""
-        place = (completion.prefix, completion.suffix)
-        for old in [c for c in self.recent_completions if (c.prefix, c.suffix) == place]:
+        for old in [c for c in self.recent_completions if c.same_place(completion)]:
             self.recent_completions.remove(old)
         self.recent_completions.append(completion)
 

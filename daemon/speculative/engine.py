@@ -148,9 +148,9 @@ class Generation:
         stop_ids = set(self.stop.stop_token_ids or target.stop_token_ids)
         root = self._prefill(clock, generator)
         self.stats.prefill_ms = clock.since_start()
-        reference = expected_reference(self.prompt, self.expected)
         chunk = self._admit([root], stop_ids)
         self.stats.first_token_ms = clock.since_start()
+        reference = expected_reference(self.prompt, self.expected)
         if chunk:
             yield chunk
         while not self.stats.stop_reason:

@@ -1,17 +1,17 @@
 """Per-document sessions: what a document's last completion leads the service to expect next."""
 
-from nestling.daemon.service.sessions import RECENT_COMPLETIONS, PastCompletion, Session
+from nestling.daemon.service.sessions import CONTEXT_CHARS, RECENT_COMPLETIONS, PastCompletion, Session
 
 
 def test_the_rest_of_the_last_completion_is_expected_while_the_user_types_it():
-    last = PastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
+    last = PastCompletion.at(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
     assert last.rest_after("x = comp", "\nprint(x)\n") == "ute(values)"  # asked again at the same place
     assert last.rest_after("x = compu", "\nprint(x)\n") == "te(values)"
     assert last.rest_after("x = compute(", "\nprint(x)\n") == "values)"
 
 
 def test_nothing_is_expected_after_any_other_edit():
-    last = PastCompletion(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
+    last = PastCompletion.at(prefix="x = comp", suffix="\nprint(x)\n", text="ute(values)")
     assert last.rest_after("x = compa", "\nprint(x)\n") == ""  # typed something else
     assert last.rest_after("x = com", "\nprint(x)\n") == ""  # deleted a character
     assert last.rest_after("y = compu", "\nprint(x)\n") == ""  # changed the text before
@@ -21,8 +21,8 @@ def test_nothing_is_expected_after_any_other_edit():
 
 def test_an_undone_keystroke_finds_the_completion_from_before_it():
     session = Session("file:///a.py")
-    session.remember(PastCompletion("x = comp", "\n", "ute(values)"))
-    session.remember(PastCompletion("x = compa", "\n", "re(a, b)"))  # a typo...
+    session.remember(PastCompletion.at("x = comp", "\n", "ute(values)"))
+    session.remember(PastCompletion.at("x = compa", "\n", "re(a, b)"))  # a typo...
     assert session.expected_text("x = compar", "\n") == "e(a, b)"
     assert session.expected_text("x = comp", "\n") == "ute(values)"  # ...undone: asked where it was before
     assert session.expected_text("x = compu", "\n") == "te(values)"
@@ -31,9 +31,20 @@ def test_an_undone_keystroke_finds_the_completion_from_before_it():
 
 def test_one_completion_is_kept_per_place_and_only_the_newest_few():
     session = Session("file:///a.py")
-    session.remember(PastCompletion("a", "", "first"))
-    session.remember(PastCompletion("a", "", "second"))
+    session.remember(PastCompletion.at("a", "", "first"))
+    session.remember(PastCompletion.at("a", "", "second"))
     assert session.expected_text("a", "") == "second" and len(session.recent_completions) == 1
     for index in range(RECENT_COMPLETIONS + 1):
-        session.remember(PastCompletion(f"b{index}", "", "text"))
+        session.remember(PastCompletion.at(f"b{index}", "", "text"))
     assert len(session.recent_completions) == RECENT_COMPLETIONS and session.expected_text("a", "") == ""
+
+
+def test_only_the_text_near_the_cursor_is_kept_and_compared():
+    far, near = "# a long file\n" * 5000, "x = comp"
+    last = PastCompletion.at(far + near, "\n" + far, "ute(values)")
+    assert len(last.prefix_end) == len(last.suffix_start) == CONTEXT_CHARS  # not the whole document
+    assert last.rest_after(far + near + "u", "\n" + far) == "te(values)"
+    edited_far = "#" + far[1:]  # an edit the prompt's window does not reach: the model sees the same
+    assert last.rest_after(edited_far + near + "u", "\n" + far) == "te(values)"
+    assert last.rest_after(far + "y = comp" + "u", "\n" + far) == ""  # near the cursor: it counts
+    assert last.rest_after(far + near + "u", "\n" + far + "more") == ""  # the text after it grew: an edit there
