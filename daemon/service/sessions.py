@@ -30,7 +30,8 @@ class PastCompletion:
 
     @classmethod
     def at(cls, prefix: str, suffix: str, text: str) -> "PastCompletion":
-        return cls(prefix[-CONTEXT_CHARS:], len(prefix), suffix[:CONTEXT_CHARS], len(suffix), text)
+        """A completion written at (prefix, suffix); a character it was cut inside (decoded as U+FFFD) is dropped."""
+        return cls(prefix[-CONTEXT_CHARS:], len(prefix), suffix[:CONTEXT_CHARS], len(suffix), text.rstrip("\ufffd"))
 
     def rest_after(self, prefix: str, suffix: str) -> str:
         """The output expected at (prefix, suffix): this text less what was typed of it since ("" when the text

@@ -48,3 +48,8 @@ def test_only_the_text_near_the_cursor_is_kept_and_compared():
     assert last.rest_after(edited_far + near + "u", "\n" + far) == "te(values)"
     assert last.rest_after(far + "y = comp" + "u", "\n" + far) == ""  # near the cursor: it counts
     assert last.rest_after(far + near + "u", "\n" + far + "more") == ""  # the text after it grew: an edit there
+
+
+def test_a_character_the_completion_was_cut_inside_is_not_expected():
+    last = PastCompletion.at("s = ", "", "'caf\ufffd")  # cut between the two bytes of "é"
+    assert last.rest_after("s = '", "") == "caf"
