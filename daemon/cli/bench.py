@@ -155,6 +155,8 @@ def run_type_through(args) -> int:
     from ..service.completion import CompletionService
     from ..service.config import ServiceConfig
 
+    if args.keystrokes < 1 or args.max_tokens < 1:
+        raise ValueError("--keystrokes and --max-tokens must be at least 1")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, draft_gate=args.draft_gate,
                            packed_weights=args.packed_weights)

@@ -43,9 +43,9 @@ class PastCompletion:
         typed = prefix[self.prefix_length:]
         return self.text[len(typed):] if self.text.startswith(typed) else ""
 
-    def same_place(self, other: "PastCompletion") -> bool:
-        return (self.prefix_end, self.prefix_length, self.suffix_start, self.suffix_length) == (
-            other.prefix_end, other.prefix_length, other.suffix_start, other.suffix_length)
+    @property
+    def place(self) -> tuple:
+        return self.prefix_end, self.prefix_length, self.suffix_start, self.suffix_length
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Session:
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""
-        for old in [c for c in self.recent_completions if c.same_place(completion)]:
+        for old in [c for c in self.recent_completions if c.place == completion.place]:
             self.recent_completions.remove(old)
         self.recent_completions.append(completion)
 

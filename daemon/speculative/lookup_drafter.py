@@ -56,10 +56,12 @@ class LookupDrafter:
         matching suffix, in `reference` (searched first at each n) and in the sequence itself."""
         seq = tokens.cpu()
         length = seq.numel()
-        # (tokens searched, tokens the continuation is read from): the sequence's windows end before its last token
+        # (tokens searched, tokens a continuation is read from, its most tokens); the sequence's windows end before
+        # its last token
         sources = [(seq[: length - 1], seq, self.max_depth)]
         if reference is not None:
-            sources.insert(0, (reference.cpu(), reference.cpu(), self.reference_depth))
+            ref = reference.cpu()
+            sources.insert(0, (ref, ref, self.reference_depth))
         for n in range(min(self.max_ngram, length - 1), self.min_ngram - 1, -1):
             suffix = seq[length - n:]
             found, firsts = [], set()

@@ -122,6 +122,8 @@ def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint
     assert hint["requests"] == no_hint["requests"] == 6  # 2 positions x 3 keystrokes (a completion always shows)
     assert hint["same_completion_as_the_other_setting"] == 6  # float32: the hint never changes what is shown
     assert hint["tau"] > no_hint["tau"]
+    result = nestling("bench", src, "--target", "type-through", "--model", model, "--keystrokes", 0)
+    assert result.returncode == 2 and "--keystrokes and --max-tokens must be at least 1" in result.stderr
 
 
 def test_the_command_line_parses_without_importing_torch():
