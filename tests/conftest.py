@@ -1,13 +1,14 @@
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from scratch import scratch_folder  # noqa: E402  (found through the path above)
+
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 # Tests never write to the user's cache. NESTLING_TEST_CACHE names a cache to share across runs (CI sets
 # it so the default model is converted once); otherwise each run gets a fresh temporary one.
-os.environ["NESTLING_CACHE_DIR"] = os.environ.get("NESTLING_TEST_CACHE") or tempfile.mkdtemp(prefix="nestling-test-")
+os.environ["NESTLING_CACHE_DIR"] = os.environ.get("NESTLING_TEST_CACHE") or str(scratch_folder("nestling-test-"))

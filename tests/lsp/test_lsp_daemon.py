@@ -6,9 +6,7 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import pytest_lsp
@@ -18,8 +16,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from conftest import MODEL
 from nestling.daemon.grpc_api.client import Client, target_for
 from processes import wait_for_exit
+from scratch import scratch_folder
 
-RUNTIME = Path(tempfile.mkdtemp(prefix="nestling-xdg-"))
+RUNTIME = scratch_folder("nestling-xdg-")
 ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
 SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", "--model", str(MODEL), "--head", "untrained",
           "--dtype", "float32"]
