@@ -46,7 +46,8 @@ def add_parser(sub, add_model_options) -> None:
                         "prompt-lookup continuations hold, per matched n-gram length, on the target's own "
                         "continuations cached by train-head (--cache-dir); type-through: in this process, typing "
                         "the shown completion character by character at each prompt's cursor (SOURCES), with and "
-                        "without the rest of the last completion offered to the drafter")
+                        "without the rest of the last completion offered to the drafter (--compare hint) or the "
+                        "prefill ahead of the next keystroke (--compare ahead)")
     p.add_argument("--cache-dir", type=Path, help="--target lookup: a `nestling train-head --cache-dir` (or "
                                                   "one of its train/held_out folders)")
     p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
@@ -54,6 +55,11 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
     p.add_argument("--keystrokes", type=int, default=12,
                    help="--target grpc: requests per cache setting; type-through: keystrokes per prompt")
+    p.add_argument("--compare", choices=["hint", "ahead"], default="hint",
+                   help="--target type-through: the setting compared, on and off (default hint)")
+    p.add_argument("--pause-ms", type=float, default=300.0,
+                   help="--target type-through --compare ahead: the user's pause between seeing a completion and "
+                        "typing its first character (the prefill ahead runs meanwhile; default 300)")
     p.add_argument("--open-delay", type=float, metavar="SECONDS",
                    help="--target open: send the completion this long after the prefill instead of when it ends "
                         "(the user types before the prefill is done)")
@@ -150,40 +156,48 @@ def run_type_through(args) -> int:
 
     from ..bench.prompts import collect
     from ..bench.runner import environment
-    from ..bench.type_through import SETTINGS, replay, summarize
+    from ..bench.type_through import COMPARISONS, replay, summarize
     from ..runtime import load_runtime
     from ..service.completion import CompletionService
     from ..service.config import ServiceConfig
 
     if args.keystrokes < 1 or args.max_tokens < 1:
         raise ValueError("--keystrokes and --max-tokens must be at least 1")
+    if args.pause_ms < 0:
+        raise ValueError("--pause-ms must not be negative")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, draft_gate=args.draft_gate,
                            packed_weights=args.packed_weights)
-    services = {setting: CompletionService(runtime, ServiceConfig(follow_last_completion=setting == "hint"))
-                for setting in SETTINGS}
+    settings = COMPARISONS[args.compare]
+    services = {setting: CompletionService(runtime, ServiceConfig(**fields)) for setting, fields in settings.items()}
+    pause_ms = args.pause_ms if args.compare == "ahead" else 0.0
     with tqdm(total=len(prompts), desc="typing through", unit="prompt") as bar:
-        results = replay(services, prompts, args.keystrokes, args.max_tokens, progress=lambda: bar.update(1))
+        results = replay(services, prompts, args.keystrokes, args.max_tokens, pause_ms, progress=lambda: bar.update(1))
     runs = {setting: {"after_a_keystroke": summarize(results, setting),
-                      "first_at_the_position": summarize(results, setting, typed=False)} for setting in SETTINGS}
-    typed = {setting: runs[setting]["after_a_keystroke"] for setting in SETTINGS}
-    if not typed["hint"]["requests"]:
+                      "first_at_the_position": summarize(results, setting, typed=False)} for setting in settings}
+    typed = {setting: runs[setting]["after_a_keystroke"] for setting in settings}
+    on, off = settings
+    if not typed[on]["requests"]:
         raise ValueError("no completion was shown at these positions, so nothing was typed through")
-    ratio = typed["no_hint"]["total_ms"]["p50"] / max(typed["hint"]["total_ms"]["p50"], 1e-9)
+    ratio = typed[off]["total_ms"]["p50"] / max(typed[on]["total_ms"]["p50"], 1e-9)
     report = {"environment": environment(runtime), "prompts": len(prompts), "keystrokes": args.keystrokes,
-              "max_tokens": args.max_tokens, **runs, "total_speedup_after_a_keystroke": round(ratio, 2),
-              "requests": [vars(r) for r in results]}
+              "max_tokens": args.max_tokens, "compare": args.compare, "pause_ms": pause_ms, **runs,
+              "total_speedup_after_a_keystroke": round(ratio, 2), "requests": [vars(r) for r in results]}
     if write_report(report, args):
         return 0
     env = report["environment"]
     print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up to "
-          f"{args.keystrokes} keystrokes each, typing the completion shown; requests after a keystroke:")
-    print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}")
+          f"{args.keystrokes} keystrokes each, typing the completion shown"
+          f"{f' after a {pause_ms:.0f} ms pause' if pause_ms else ''}; requests after a keystroke:")
+    print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}"
+          f"{'ready':>7}")
     for setting, row in typed.items():
         t = row["total_ms"]
         print(f"{setting:<10}{row['requests']:>9}{t['p50']:>11.1f}{t['p95']:>9.1f}{t['mean']:>9.1f}"
-              f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}{row['same_completion_as_the_other_setting']:>7}")
-    print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with the hint")
+              f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}{row['same_completion_as_the_other_setting']:>7}"
+              f"{row['prepared_ahead']:>7}")
+    label = {"hint": "the hint", "ahead": "the prefill ahead"}[args.compare]
+    print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with {label}")
     return 0
 
 

@@ -53,7 +53,8 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}",
         f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "
         f"{stats.cache_documents} documents",
-        f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens",
+        f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
+        f"{stats.prefills_ahead} ahead of a keystroke, {stats.prefills_ahead_used} of them typed",
     ]
 
 

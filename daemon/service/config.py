@@ -48,6 +48,9 @@ class ServiceConfig:
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)
     # offer the rest of a document's recent completion to the drafter while the user types it (never changes the output)
     follow_last_completion: bool = True
+    # after a completion, while the user pauses, prefill the prompt its first typed character would give (the suffix
+    # re-read after the edit point): a keystroke that types it finds the prompt ready; any request interrupts it
+    prefill_ahead: bool = True
     # pack the weights once for oneDNN where that gives the same bits faster (bfloat16 on a CPU; measured at load)
     packed_weights: bool = True
     static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
@@ -93,7 +96,8 @@ def _validate(config: ServiceConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
             kind = "a positive" if least else "a non-negative"
             raise ValueError(f"setting {name} must be {kind} integer, not {value!r}")
-    for name in ("allow_remote", "draft_gate", "follow_last_completion", "packed_weights", "static_shapes"):
+    for name in ("allow_remote", "draft_gate", "follow_last_completion", "packed_weights", "prefill_ahead",
+                 "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
     if config.max_tokens > config.max_tokens_limit:

@@ -58,6 +58,7 @@ class Session:
     # the latest requests' outputs, newest last (draft hints while the user types into one, or undoes a keystroke)
     recent_completions: deque = field(default_factory=lambda: deque(maxlen=RECENT_COMPLETIONS))
     last_used: float = field(default_factory=time.monotonic)
+    ahead_end: int = 0  # committed prompt tokens after the last prefill ahead, until the next request (0: none)
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""

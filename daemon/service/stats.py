@@ -22,6 +22,8 @@ class ServiceStats:
         self.superseded = 0
         self.prefills = 0
         self.prefilled_tokens = 0
+        self.prefills_ahead = 0  # prefills of the prompt a guessed next keystroke gives (not counted in prefills)
+        self.prefills_ahead_used = 0  # requests that found such a prefill ready (the guess was typed)
         self._tau_sum = 0.0
         self._first_token: deque[float] = deque(maxlen=window)
         self._total: deque[float] = deque(maxlen=window)
@@ -30,14 +32,18 @@ class ServiceStats:
     def record(self, stats) -> None:
         with self._lock:
             self.requests += 1
+            self.prefills_ahead_used += stats.prepared_ahead
             self._tau_sum += stats.tau
             self._first_token.append(stats.time_to_first_token_ms + stats.queue_ms)
             self._total.append(stats.total_ms + stats.queue_ms)
 
-    def record_prefill(self, result) -> None:
+    def record_prefill(self, result, ahead: bool = False) -> None:
         with self._lock:
-            self.prefills += 1
-            self.prefilled_tokens += result.prefilled_tokens
+            if ahead:
+                self.prefills_ahead += 1
+            else:
+                self.prefills += 1
+                self.prefilled_tokens += result.prefilled_tokens
 
     def record_error(self) -> None:
         with self._lock:
@@ -53,6 +59,7 @@ class ServiceStats:
             return {
                 "uptime_s": time.monotonic() - self.started, "requests": self.requests, "errors": self.errors,
                 "superseded": self.superseded, "prefills": self.prefills, "prefilled_tokens": self.prefilled_tokens,
+                "prefills_ahead": self.prefills_ahead, "prefills_ahead_used": self.prefills_ahead_used,
                 "mean_tau": self._tau_sum / self.requests if self.requests else 0.0,
                 "first_token": {p: percentile(first, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
                 "total": {p: percentile(total, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},

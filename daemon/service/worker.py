@@ -2,7 +2,8 @@
 and awaits their futures. A newer job for the same document supersedes older ones: queued ones are
 dropped, a running one stops at its next speculative step. Prefills (files just opened) are the lowest
 priority: any completion request, and a newer prefill, supersedes every prefill queued or running (a
-running one stops between chunks, keeping what it did)."""
+running one stops between chunks, keeping what it did). When a completion ends and nothing else waits, the
+worker queues a prefill ahead (the prompt the completion's first typed character gives) at that priority."""
 
 from __future__ import annotations
 
@@ -94,21 +95,46 @@ class ModelWorker:
             if isinstance(job.request, PrefillRequest):
                 self._prefill(job)
                 continue
-            try:
-                result: CompletionResult = self.service.complete(job.request, job.cancel, job.on_text, job.queued_at)
-            except Superseded as exc:
-                if job.superseded:
-                    self.stats.record_superseded()
-                job.future.set_exception(exc)
-            except Exception as exc:  # an engine failure: report it, keep serving
-                log.exception("completion failed for %s", job.request.uri)
-                self.stats.record_error()
-                job.future.set_exception(exc)
-            else:
-                self.stats.record(result.stats)
-                job.future.set_result(result)
-            finally:
-                self._finish(job)
+            result = self._complete(job)
+            if result is not None:
+                self._queue_ahead(job.request, result)
+
+    def _complete(self, job: Job) -> CompletionResult | None:
+        try:
+            result: CompletionResult = self.service.complete(job.request, job.cancel, job.on_text, job.queued_at)
+        except Superseded as exc:
+            if job.superseded:
+                self.stats.record_superseded()
+            job.future.set_exception(exc)
+        except Exception as exc:  # an engine failure: report it, keep serving
+            log.exception("completion failed for %s", job.request.uri)
+            self.stats.record_error()
+            job.future.set_exception(exc)
+        else:
+            self.stats.record(result.stats)
+            job.future.set_result(result)
+            return result
+        finally:
+            self._finish(job)
+        return None
+
+    def _queue_ahead(self, request: CompletionRequest, result: CompletionResult) -> None:
+        """Queue the prefill ahead of `request`'s next keystroke, unless any job is queued or running (checked
+        under the lock that `submit` holds while it registers a job, so a job arriving meanwhile is never
+        queued behind it; a later one supersedes it as any prefill)."""
+        try:
+            ahead = self.service.prefill_ahead_request(request, result)
+        except Exception:  # a guess only: never worth the worker
+            log.exception("no prefill ahead for %s", request.uri)
+            return
+        if ahead is None:
+            return
+        with self._lock:
+            if any(self._live.values()):
+                return
+            job = Job(ahead, number=next(self._counter))
+            self._live[ahead.uri] = [job]
+            self._queue.put(job)
 
     def _prefill(self, job: Job) -> None:
         try:
@@ -117,10 +143,11 @@ class ModelWorker:
             log.exception("prefill failed for %s", job.request.uri)
             job.future.set_exception(exc)
         else:
-            log.info("prefilled %s: %d of %d prompt tokens computed, %d reused, %.0f ms%s", job.request.uri,
-                     result.prefilled_tokens, result.prompt_tokens, result.reused_tokens, result.total_ms,
+            log.info("prefilled %s%s: %d of %d prompt tokens computed, %d reused, %.0f ms%s", job.request.uri,
+                     " ahead of a keystroke" if job.request.ahead else "", result.prefilled_tokens,
+                     result.prompt_tokens, result.reused_tokens, result.total_ms,
                      "" if result.complete else " (interrupted)")
-            self.stats.record_prefill(result)
+            self.stats.record_prefill(result, ahead=job.request.ahead)
             job.future.set_result(result)
         finally:
             self._finish(job)

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from nestling.daemon.models.eagle_head import save_head
+from nestling.daemon.service.completion import predicted_keystroke
 from tiny import save_tiny_model_folder, tiny_head
 
 
@@ -126,9 +127,45 @@ def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint
     assert result.returncode == 2 and "--keystrokes and --max-tokens must be at least 1" in result.stderr
 
 
+def test_bench_type_through_compares_the_prefill_ahead(tmp_path):
+    model = save_tiny_model_folder(tmp_path / "model", never_stop=True, whole_characters=True)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
+    out = tmp_path / "ahead.json"
+    result = nestling("bench", src, "--target", "type-through", "--compare", "ahead", "--pause-ms", 5000,
+                      "--model", model, "--head", "untrained", "--dtype", "float32", "--per-file", 2,
+                      "--keystrokes", 3, "--max-tokens", 12, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "faster with the prefill ahead" in result.stdout and "after a 5000 ms pause" in result.stdout
+    report = json.loads(out.read_text())
+    ahead, no_ahead = report["ahead"]["after_a_keystroke"], report["no_ahead"]["after_a_keystroke"]
+    assert ahead["requests"] == no_ahead["requests"] == 6
+    assert ahead["same_completion_as_the_other_setting"] == 6  # float32: the prefill ahead never changes them
+    # each keystroke typed the first character shown, which the prefill guessed, unless it was a line break that
+    # the guess followed with the next line's indentation (as an auto-indenting editor would insert)
+    rows = [r for r in report["requests"] if r["setting"] == "ahead"]
+    shown = {(r["index"], r["keystroke"]): r["text"] for r in rows}
+    guessed = [predicted_keystroke(shown[r["index"], r["keystroke"] - 1]) == shown[r["index"], r["keystroke"] - 1][0]
+               for r in rows if r["keystroke"] > 0]
+    assert [r["prepared_ahead"] for r in rows if r["keystroke"] > 0] == guessed and any(guessed)
+    assert no_ahead["prepared_ahead"] == 0
+    result = nestling("bench", src, "--target", "type-through", "--model", model, "--pause-ms", -1)
+    assert result.returncode == 2 and "--pause-ms must not be negative" in result.stderr
+
+
 def test_the_command_line_parses_without_importing_torch():
     # `nestling serve --stop`, `--help`, and the argument parsing before `nestling lsp` starts stay instant:
     # each subcommand imports the model stack only in its run().
     check = ("import sys; from nestling.daemon.cli.main import build_parser; build_parser(); "
              "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", check], timeout=120).returncode == 0
+
+
+def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
+    from nestling.daemon.cli.status import describe
+    from nestling.proto import completion_pb2 as pb
+
+    lines = describe(pb.GetStatsResponse(model="m", prefills=2, prefilled_tokens=900, prefills_ahead=7,
+                                         prefills_ahead_used=3), "unix:/run/daemon.sock", 42)
+    assert lines[-1] == "prefills  2 files prepared on opening, 900 prompt tokens; 7 ahead of a keystroke, 3 of them typed"

@@ -79,6 +79,28 @@ def test_asking_again_in_the_same_document_follows_the_last_completion(daemon):
     assert again.stats.tau > other.stats.tau and again.stats.tau >= 5  # its last completion drafted as one chain
 
 
+def test_typing_the_first_character_shown_finds_its_prompt_prefilled_ahead(daemon):
+    from nestling.daemon.service.completion import predicted_keystroke
+
+    before = daemon.client.stats()
+    first = daemon.client.complete(request(uri="file:///ahead.py", line_mode=pb.LINE_MODE_MULTI))
+    # a prefill ahead is counted when it ends; an earlier test's, interrupted by this request, may end just after it:
+    # wait until the count has grown and then held for a while
+    deadline, counted, since = time.monotonic() + 30, before.prefills_ahead, time.monotonic()
+    while counted == before.prefills_ahead or time.monotonic() - since < 0.5:
+        assert time.monotonic() < deadline, "no prefill ahead after a completion"
+        time.sleep(0.02)
+        if (now := daemon.client.stats().prefills_ahead) != counted:
+            counted, since = now, time.monotonic()
+    typed = SOURCE + predicted_keystroke(first.items[0].text)
+    ready = daemon.client.complete(request(uri="file:///ahead.py", text=typed, line_mode=pb.LINE_MODE_MULTI))
+    fresh = daemon.client.complete(request(uri="file:///ahead-fresh.py", text=typed, line_mode=pb.LINE_MODE_MULTI))
+    assert ready.stats.reused_prefix_tokens == ready.stats.prompt_tokens - 1  # only the last token runs again
+    assert [i.text for i in ready.items] == [i.text for i in fresh.items]
+    after = daemon.client.stats()
+    assert after.prefills_ahead_used == before.prefills_ahead_used + 1 and after.prefills == before.prefills
+
+
 def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon):
     code, _ = code_of(lambda: daemon.client.complete(
         request(uri="file:///slow.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI), timeout=0.5))

@@ -1,12 +1,15 @@
 """The completion service on a tiny random model: typing into the last completion hints the drafter with its
-rest, and never changes what is written."""
+rest, a prefill ahead prepares the keystroke it guesses, and neither ever changes what is written."""
+
+from dataclasses import replace
 
 import pytest
 
 from nestling.daemon.models.target import load_target
 from nestling.daemon.policy.cost_model import CostProfile
 from nestling.daemon.runtime import Runtime
-from nestling.daemon.service.completion import CompletionRequest, CompletionService
+from nestling.daemon.service.completion import (CompletionItem, CompletionRequest, CompletionResult, CompletionService,
+                                                predicted_keystroke)
 from nestling.daemon.service.config import ServiceConfig
 from nestling.daemon.speculative.drafter import TreeBudget
 from tiny import informed_head, save_tiny_model_folder
@@ -53,3 +56,47 @@ def test_typing_into_the_last_completion_drafts_its_rest_and_writes_the_same(run
         taus.append((hinted.stats.tau, plain.stats.tau))
     assert sum(hinted > plain for hinted, plain in taus) >= 3
     assert sum(hinted for hinted, _ in taus) > sum(plain for _, plain in taus)
+
+
+@pytest.mark.parametrize("shown, typed", [("x + 1", "x"), ("\n    return x", "\n    "), ("\n\treturn", "\n\t"),
+                                          ("\n\n    y", "\n"), ("\n", "\n"), (" ", " ")])
+def test_the_keystroke_guessed_from_the_ghost_text(shown, typed):
+    assert predicted_keystroke(shown) == typed
+
+
+def ask_type_and_ask(runtime, ahead: bool, keystroke: str | None):
+    """Ask at the end of DOCUMENT; prefill ahead if `ahead`; type `keystroke` (None: the guessed one); ask again."""
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_ahead=ahead))
+    request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    first = service.complete(request)
+    guess = service.prefill_ahead_request(request, first)
+    assert (guess is not None) == ahead
+    if guess is not None:
+        assert guess.ahead and guess.text == DOCUMENT + predicted_keystroke(first.items[0].text)
+        assert service.prefill(guess).complete
+    typed = keystroke if keystroke is not None else predicted_keystroke(first.items[0].text)
+    document = DOCUMENT + typed
+    return service.complete(CompletionRequest(uri=URI, text=document, cursor=len(document), line_mode="single"))
+
+
+@pytest.mark.parametrize("keystroke", [None, "#", "("])
+def test_a_prefill_ahead_prepares_the_guessed_keystroke_and_never_changes_a_completion(runtime, keystroke):
+    ahead = ask_type_and_ask(runtime, True, keystroke)
+    plain = ask_type_and_ask(runtime, False, keystroke)
+    assert [item.text for item in ahead.items] == [item.text for item in plain.items]
+    guessed = keystroke is None
+    assert ahead.stats.prepared_ahead == guessed and not plain.stats.prepared_ahead
+    if guessed:  # only the prompt's last token is run again (for its logits)
+        assert ahead.stats.reused_prefix_tokens == ahead.stats.prompt_tokens - 1
+        assert plain.stats.reused_prefix_tokens < ahead.stats.reused_prefix_tokens
+
+
+def test_no_prefill_ahead_without_a_completion_or_for_plain_requests(runtime):
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24))
+    request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    assert service.prefill_ahead_request(request, CompletionResult()) is None
+    shown = CompletionResult([CompletionItem("x", len(DOCUMENT), len(DOCUMENT))])
+    assert service.prefill_ahead_request(request, shown).text == DOCUMENT + "x"
+    assert service.prefill_ahead_request(replace(request, mode="ar"), shown) is None
+    off = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_ahead=False))
+    assert off.prefill_ahead_request(request, shown) is None

@@ -1,7 +1,9 @@
 """The model worker's priorities, with a stand-in service: a prefill gives way to any completion request and
-to a newer prefill; a prefill never interrupts a completion."""
+to a newer prefill; a prefill never interrupts a completion; a completion that ends with nothing else waiting is
+followed by the service's prefill ahead of the next keystroke."""
 
 import threading
+import time
 
 import pytest
 
@@ -18,6 +20,7 @@ class StandInService:
         self.started = threading.Event()  # set when any job starts
         self.release = threading.Event()
         self.log: list[str] = []
+        self.ahead = False  # whether a completion is followed by a prefill ahead
 
     def prefill(self, request, cancel):
         self.log.append(f"prefill {request.uri}")
@@ -33,6 +36,10 @@ class StandInService:
         self.started.set()
         self.release.wait(5)
         return CompletionResult()
+
+    def prefill_ahead_request(self, request, result):
+        return PrefillRequest(uri=request.uri, text=request.text + "y", cursor=request.cursor + 1, ahead=True) \
+            if self.ahead else None
 
 
 @pytest.fixture
@@ -87,3 +94,44 @@ def test_a_prefill_waits_for_a_running_completion_and_does_not_cancel_it(worker)
     assert isinstance(running.future.result(5), CompletionResult)
     assert later.future.result(5).complete
     assert worker.service.log == ["complete file:///a.py", "prefill file:///a.py"]
+
+
+def wait_for(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_completion_is_followed_by_a_prefill_ahead_that_the_next_request_interrupts(worker):
+    service = worker.service
+    service.ahead = True
+    service.complete = lambda request, cancel, on_text, queued_at: service.log.append("complete") or CompletionResult()
+    assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
+    wait_for(lambda: service.log == ["complete", "prefill file:///a.py"])  # runs until interrupted
+    assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
+    wait_for(lambda: worker.stats.snapshot()["prefills_ahead"] == 1 and len(service.log) == 4)
+    assert service.log == ["complete", "prefill file:///a.py", "complete", "prefill file:///a.py"]
+    snapshot = worker.stats.snapshot()
+    assert snapshot["requests"] == 2 and snapshot["prefills"] == 0 and snapshot["prefilled_tokens"] == 0
+
+
+def test_no_prefill_ahead_while_another_job_waits(worker):
+    worker.service.ahead = True
+    first = worker.submit(completion("file:///a.py"))
+    assert worker.service.started.wait(5)
+    second = worker.submit(completion("file:///b.py"))
+    worker.service.release.set()
+    first.future.result(5), second.future.result(5)
+    wait_for(lambda: len(worker.service.log) == 3)
+    assert worker.service.log == ["complete file:///a.py", "complete file:///b.py", "prefill file:///b.py"]
+
+
+def test_a_failing_guess_leaves_the_worker_serving(worker):
+    def broken(request, result):
+        raise RuntimeError("no guess")
+
+    worker.service.prefill_ahead_request = broken
+    worker.service.release.set()
+    for _ in range(2):
+        assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
