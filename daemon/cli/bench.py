@@ -190,12 +190,12 @@ def run_type_through(args) -> int:
           f"{args.keystrokes} keystrokes each, typing the completion shown"
           f"{f' after a {pause_ms:.0f} ms pause' if pause_ms else ''}; requests after a keystroke:")
     print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}"
-          f"{'ready':>7}")
+          f"{'guessed':>8}")
     for setting, row in typed.items():
         t = row["total_ms"]
         print(f"{setting:<10}{row['requests']:>9}{t['p50']:>11.1f}{t['p95']:>9.1f}{t['mean']:>9.1f}"
               f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}{row['same_completion_as_the_other_setting']:>7}"
-              f"{row['prepared_ahead']:>7}")
+              f"{row['prepared_ahead']:>8}")
     label = {"hint": "the hint", "ahead": "the prefill ahead"}[args.compare]
     print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with {label}")
     return 0

@@ -204,8 +204,8 @@ class CompletionService:
                     streamed = generation.text
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at)
-                stats.prepared_ahead = ahead_end > 0 and stats.reused_prefix_tokens >= min(ahead_end,
-                                                                                           stats.prompt_tokens - 1)
+                stats.prepared_ahead = ahead_end > 0 and request.mode == "spec" and \
+                    stats.reused_prefix_tokens >= min(ahead_end, stats.prompt_tokens - 1)
                 session.remember(PastCompletion.at(prefix, suffix, generation.text or ""))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
