@@ -5,10 +5,10 @@ lead to) in alternating order; their completions must be the same (in float32 ex
 numerical near-ties, as any two tree shapes). Two comparisons:
 
 - hint: offering the rest of the document's last completion to the drafter (`follow_last_completion`) or not;
-- ahead: with the hint, prefilling ahead of the next keystroke (`prefill_ahead`) or not. The user pauses
-  `pause_ms` between seeing a completion and typing; meanwhile the service prefills the prompt its guessed
-  keystroke gives, interrupted when the pause ends. A request after a keystroke first waits for the prefill's
-  current chunk to end; that wait counts in its time.
+- ahead: with the hint, prefilling ahead of the next request (`prefill_ahead`) or not. The user pauses `pause_ms`
+  between seeing a completion and typing its first character (or accepting it whole); meanwhile the service
+  prefills the prompts its guesses give, interrupted when the pause ends. A request after the keystroke first
+  waits for the prefill's current chunk to end; that wait counts in its time.
 """
 
 from __future__ import annotations
@@ -44,24 +44,28 @@ class TypedRequest:
 
 
 def prefill_during_pause(service, request, result, pause_ms: float) -> float:
-    """Run the service's prefill ahead of `request` (which gave `result`) while the user pauses: interrupted when
-    the pause ends. Returns how long after the pause the prefill ran on (what the next request waits), in ms."""
-    guess = service.prefill_ahead_request(request, result) if pause_ms > 0 else None
-    if guess is None:
+    """Run the service's prefills ahead of `request` (which gave `result`) one after the other while the user pauses,
+    as the model worker does: interrupted when the pause ends. Returns how long after the pause the running one went
+    on (what the next request waits), in ms."""
+    guesses = service.prefill_ahead_requests(request, result) if pause_ms > 0 else []
+    if not guesses:
         return 0.0
     cancel = threading.Event()
     timer = threading.Timer(pause_ms / 1000, cancel.set)
     started = time.perf_counter()
     timer.start()
-    service.prefill(guess, cancel)
+    for guess in guesses:
+        if not service.prefill(guess, cancel).complete:
+            break
     timer.cancel()
     return max(0.0, (time.perf_counter() - started) * 1000 - pause_ms)
 
 
-def replay(services: dict, prompts, keystrokes: int, max_tokens: int, pause_ms: float = 0.0, progress=None
-           ) -> list[TypedRequest]:
+def replay(services: dict, prompts, keystrokes: int, max_tokens: int, pause_ms: float = 0.0, accept: bool = False,
+           progress=None) -> list[TypedRequest]:
     """At each prompt's cursor: one request, then up to `keystrokes` more, each after typing the first character of
-    the completion the first service's last request showed (the position ends early where it showed none)."""
+    the completion the first service's last request showed, or with `accept` after accepting it whole (the
+    position ends early where it showed none)."""
     from ..service.completion import CompletionRequest
 
     results: list[TypedRequest] = []
@@ -74,7 +78,7 @@ def replay(services: dict, prompts, keystrokes: int, max_tokens: int, pause_ms: 
             if keystroke:
                 if not ghost:
                     break  # nothing shown to type through
-                prefix += ghost[0]
+                prefix += ghost if accept else ghost[0]
             texts = {}
             for setting in settings if (index + keystroke) % 2 == 0 else settings[::-1]:
                 uri = f"file:///bench/type-through-{run_id}-{setting}/{index}/{prompt.path or 'prompt'}"

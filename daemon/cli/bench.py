@@ -60,6 +60,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--pause-ms", type=float, default=300.0,
                    help="--target type-through --compare ahead: the user's pause between seeing a completion and "
                         "typing its first character (the prefill ahead runs meanwhile; default 300)")
+    p.add_argument("--accept", action="store_true",
+                   help="--target type-through: accept each completion whole instead of typing its first character")
     p.add_argument("--open-delay", type=float, metavar="SECONDS",
                    help="--target open: send the completion this long after the prefill instead of when it ends "
                         "(the user types before the prefill is done)")
@@ -172,7 +174,8 @@ def run_type_through(args) -> int:
     services = {setting: CompletionService(runtime, ServiceConfig(**fields)) for setting, fields in settings.items()}
     pause_ms = args.pause_ms if args.compare == "ahead" else 0.0
     with tqdm(total=len(prompts), desc="typing through", unit="prompt") as bar:
-        results = replay(services, prompts, args.keystrokes, args.max_tokens, pause_ms, progress=lambda: bar.update(1))
+        results = replay(services, prompts, args.keystrokes, args.max_tokens, pause_ms, args.accept,
+                         progress=lambda: bar.update(1))
     runs = {setting: {"after_a_keystroke": summarize(results, setting),
                       "first_at_the_position": summarize(results, setting, typed=False)} for setting in settings}
     typed = {setting: runs[setting]["after_a_keystroke"] for setting in settings}
@@ -181,13 +184,14 @@ def run_type_through(args) -> int:
         raise ValueError("no completion was shown at these positions, so nothing was typed through")
     ratio = typed[off]["total_ms"]["p50"] / max(typed[on]["total_ms"]["p50"], 1e-9)
     report = {"environment": environment(runtime), "prompts": len(prompts), "keystrokes": args.keystrokes,
-              "max_tokens": args.max_tokens, "compare": args.compare, "pause_ms": pause_ms, **runs,
+              "max_tokens": args.max_tokens, "compare": args.compare, "pause_ms": pause_ms, "accept": args.accept,
+              **runs,
               "total_speedup_after_a_keystroke": round(ratio, 2), "requests": [vars(r) for r in results]}
     if write_report(report, args):
         return 0
     env = report["environment"]
     print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up to "
-          f"{args.keystrokes} keystrokes each, typing the completion shown"
+          f"{args.keystrokes} keystrokes each, {'accepting' if args.accept else 'typing'} the completion shown"
           f"{f' after a {pause_ms:.0f} ms pause' if pause_ms else ''}; requests after a keystroke:")
     print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}"
           f"{'guessed':>8}")

@@ -5,7 +5,8 @@ cursor, the FIM prompt (sticky window, so the previous prompt's KV is reused), s
 autoregressive generation with the region's tree budget, early stop at the end of the block, and
 post-processing. A prefill request (a file was opened) does the same up to the prompt's prefill, so the
 first completion in the file finds the prompt's model state ready. After a completion the worker may also
-prefill ahead: the prompt the next keystroke gives if the user types the completion's first character.
+prefill ahead: the prompts the next request would have if the user typed the completion's first character, or
+accepted it whole (the second guess into a spare model state).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ class PrefillRequest:
     cursor: int | None = None  # where a completion is expected; a client that can't tell gives len(text)
     prefix: str | None = None
     suffix: str | None = None
-    ahead: bool = False  # the service's own guess at the next keystroke's prompt (not a file opened by a client)
+    # 0: a client's (a file opened); n > 0: the service's n-th guess at the next request's prompt (prefill ahead: the
+    # first into the session's model state, the second into its spare)
+    ahead: int = 0
 
 
 # prompt tokens a prefill ahead computes between checks for a request: a keystroke that did not type the guess waits at
@@ -184,10 +187,11 @@ class CompletionService:
         context = cursor_context(prefix, suffix, region, language)
         shape = line_mode(request.line_mode, context)
         mode = self.config.mode if request.mode == "spec" else "ar"
+        session.take_closer_spare(mode, prompt.token_ids)
         engine, state = self._engine_and_state(session, mode)
         budget = self.runtime.budget_for(mode, region)
         expected = self._expected(session, prefix, suffix)
-        ahead_end, session.ahead_end = session.ahead_end, 0
+        ahead_end, session.ahead_end, session.spare_ahead_end = session.ahead_end, 0, 0
         texts: list[str] = []
         stats = CompletionStats(region=region.value, mode=request.mode)
         for index in range(request.alternatives):
@@ -228,26 +232,31 @@ class CompletionService:
         text, cursor = _text_and_cursor(request)
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
         prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
-        engine, state = self._engine_and_state(session, self.config.mode)
+        engine, state = self._engine_and_state(session, self.config.mode, spare=request.ahead > 1)
         chunk = min(AHEAD_CHUNK_TOKENS, self.config.prefill_chunk_tokens) if request.ahead \
             else self.config.prefill_chunk_tokens
         stats = engine.prefill(prompt.token_ids, state, cancel, chunk_tokens=chunk)
-        if request.ahead and stats.prefilled_tokens:
-            session.ahead_end = len(state.tokens)
+        if request.ahead and (stats.complete or stats.prefilled_tokens):  # it left the guess's prompt (partly) ready
+            if request.ahead == 1:
+                session.ahead_end = len(state.tokens)
+            else:
+                session.spare_ahead_end = len(state.tokens)
         self.sessions.enforce_limit(keep=request.uri)
         return PrefillResult(prompt_tokens=stats.prompt_tokens, reused_tokens=stats.reused_tokens,
                              prefilled_tokens=stats.prefilled_tokens, complete=stats.complete,
                              total_ms=stats.total_ms)
 
-    def prefill_ahead_request(self, request: CompletionRequest, result: CompletionResult) -> PrefillRequest | None:
-        """The prefill that prepares the next keystroke if the user types the first character of the completion
-        shown (None when there is nothing to guess, or it is turned off)."""
+    def prefill_ahead_requests(self, request: CompletionRequest, result: CompletionResult) -> list[PrefillRequest]:
+        """The prefills that prepare the next request if the user types the first character of the completion shown,
+        or accepts it whole, in that order ([] when there is nothing to guess, or it is turned off)."""
         if not (self.config.prefill_ahead and request.mode == "spec" and result.items and result.items[0].text):
-            return None
+            return []
         text, cursor = _text_and_cursor(request)
-        typed = predicted_keystroke(result.items[0].text)
-        return PrefillRequest(uri=request.uri, language_id=request.language_id,
-                              text=text[:cursor] + typed + text[cursor:], cursor=cursor + len(typed), ahead=True)
+        shown = result.items[0].text
+        guesses = [predicted_keystroke(shown)] + ([shown] if shown != predicted_keystroke(shown) else [])
+        return [PrefillRequest(uri=request.uri, language_id=request.language_id, text=text[:cursor] + typed +
+                               text[cursor:], cursor=cursor + len(typed), ahead=number)
+                for number, typed in enumerate(guesses, start=1)]
 
     def _prompt(self, session, uri: str, prefix: str, suffix: str):
         """The FIM prompt, its window kept where the session's last one started (prefix KV reuse)."""
@@ -264,9 +273,10 @@ class CompletionService:
         rest = session.expected_text(prefix, suffix)
         return self.runtime.target.tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
 
-    def _engine_and_state(self, session, mode: str):
+    def _engine_and_state(self, session, mode: str, spare: bool = False):
         engine = self._engine(mode)
-        return engine, session.states.get(mode) or session.states.setdefault(mode, engine.new_state())
+        states = session.spare_states if spare else session.states
+        return engine, states.get(mode) or states.setdefault(mode, engine.new_state())
 
     def _region(self, session, language, text: str, cursor: int) -> Region:
         name = language.name if language else None

@@ -51,14 +51,18 @@ class PastCompletion:
 @dataclass
 class Session:
     uri: str
-    states: dict[str, SequenceState] = field(default_factory=dict)  # per decoding mode
+    states: dict[str, SequenceState] = field(default_factory=dict)  # per decoding mode: where the next request starts
+    # per decoding mode: a second guess's prefill ahead, swapped in for a request that shares more of it
+    spare_states: dict[str, SequenceState] = field(default_factory=dict)
     syntax: SyntaxDocument | None = None  # the document's parse, updated incrementally
     language: str | None = None  # language table name the syntax was built for
     prefix_start: int | None = None  # the prompt window's start in the document (kept while typing)
     # the latest requests' outputs, newest last (draft hints while the user types into one, or undoes a keystroke)
     recent_completions: deque = field(default_factory=lambda: deque(maxlen=RECENT_COMPLETIONS))
     last_used: float = field(default_factory=time.monotonic)
-    ahead_end: int = 0  # committed prompt tokens after the last prefill ahead, until the next request (0: none)
+    # committed prompt tokens after the last prefill ahead into states / spare_states, until the next request (0: none)
+    ahead_end: int = 0
+    spare_ahead_end: int = 0
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""
@@ -71,8 +75,15 @@ class Session:
         user has typed into since (or that was asked at this very place); "" if none."""
         return next((rest for c in reversed(self.recent_completions) if (rest := c.rest_after(prefix, suffix))), "")
 
+    def take_closer_spare(self, mode: str, prompt: list[int]) -> None:
+        """Make the spare state the session's state (and the state the spare) if it shares more of `prompt`."""
+        state, spare = self.states.get(mode), self.spare_states.get(mode)
+        if state is not None and spare is not None and spare.common_prefix(prompt) > state.common_prefix(prompt):
+            self.states[mode], self.spare_states[mode] = spare, state
+            self.ahead_end, self.spare_ahead_end = self.spare_ahead_end, self.ahead_end
+
     def kv_bytes(self) -> int:
-        return sum(state.kv_bytes() for state in self.states.values())
+        return sum(state.kv_bytes() for states in (self.states, self.spare_states) for state in states.values())
 
 
 class SessionStore:

@@ -3,7 +3,8 @@ and awaits their futures. A newer job for the same document supersedes older one
 dropped, a running one stops at its next speculative step. Prefills (files just opened) are the lowest
 priority: any completion request, and a newer prefill, supersedes every prefill queued or running (a
 running one stops between chunks, keeping what it did). When a completion ends and nothing else waits, the
-worker queues a prefill ahead (the prompt the completion's first typed character gives) at that priority."""
+worker queues a prefill ahead (the prompt the completion's first typed character gives) at that priority, and
+when that one is done and still nothing waits, the next guess (the completion accepted whole)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class Job:
     queued_at: float = field(default_factory=time.monotonic)
     superseded: bool = False
     number: int = 0
+    then: list = field(default_factory=list)  # prefills ahead to queue after this one, while nothing else waits
 
 
 class ModelWorker:
@@ -97,7 +99,7 @@ class ModelWorker:
                 continue
             result = self._complete(job)
             if result is not None:
-                self._queue_ahead(job.request, result)
+                self._queue_ahead(self._guesses(job.request, result))
 
     def _complete(self, job: Job) -> CompletionResult | None:
         try:
@@ -118,22 +120,24 @@ class ModelWorker:
             self._finish(job)
         return None
 
-    def _queue_ahead(self, request: CompletionRequest, result: CompletionResult) -> None:
-        """Queue the prefill ahead of `request`'s next keystroke, unless any job is queued or running (checked
-        under the lock that `submit` holds while it registers a job, so a job arriving meanwhile is never
-        queued behind it; a later one supersedes it as any prefill)."""
+    def _guesses(self, request: CompletionRequest, result: CompletionResult) -> list[PrefillRequest]:
         try:
-            ahead = self.service.prefill_ahead_request(request, result)
+            return self.service.prefill_ahead_requests(request, result)
         except Exception:  # a guess only: never worth the worker
             log.exception("no prefill ahead for %s", request.uri)
-            return
-        if ahead is None:
+            return []
+
+    def _queue_ahead(self, guesses: list[PrefillRequest]) -> None:
+        """Queue the first prefill ahead (the others follow it), unless any job is queued or running (checked under
+        the lock that `submit` holds while it registers a job, so a job arriving meanwhile is never queued behind
+        it; a later one supersedes it as any prefill)."""
+        if not guesses:
             return
         with self._lock:
             if any(self._live.values()):
                 return
-            job = Job(ahead, number=next(self._counter))
-            self._live[ahead.uri] = [job]
+            job = Job(guesses[0], number=next(self._counter), then=guesses[1:])
+            self._live[job.request.uri] = [job]
             self._queue.put(job)
 
     def _prefill(self, job: Job) -> None:
@@ -142,15 +146,17 @@ class ModelWorker:
         except Exception as exc:  # as for completions: report it, keep serving
             log.exception("prefill failed for %s", job.request.uri)
             job.future.set_exception(exc)
-        else:
-            log.info("prefilled %s%s: %d of %d prompt tokens computed, %d reused, %.0f ms%s", job.request.uri,
-                     " ahead of a keystroke" if job.request.ahead else "", result.prefilled_tokens,
-                     result.prompt_tokens, result.reused_tokens, result.total_ms,
-                     "" if result.complete else " (interrupted)")
-            self.stats.record_prefill(result, ahead=job.request.ahead)
-            job.future.set_result(result)
+            return
         finally:
             self._finish(job)
+        log.info("prefilled %s%s: %d of %d prompt tokens computed, %d reused, %.0f ms%s", job.request.uri,
+                 f" ahead (guess {job.request.ahead})" if job.request.ahead else "", result.prefilled_tokens,
+                 result.prompt_tokens, result.reused_tokens, result.total_ms,
+                 "" if result.complete else " (interrupted)")
+        self.stats.record_prefill(result, ahead=bool(job.request.ahead))
+        job.future.set_result(result)
+        if result.complete:
+            self._queue_ahead(job.then)
 
     def _drain(self) -> None:
         while True:

@@ -150,6 +150,13 @@ def test_bench_type_through_compares_the_prefill_ahead(tmp_path):
                for r in rows if r["keystroke"] > 0]
     assert [r["prepared_ahead"] for r in rows if r["keystroke"] > 0] == guessed and any(guessed)
     assert no_ahead["prepared_ahead"] == 0
+    result = nestling("bench", src, "--target", "type-through", "--compare", "ahead", "--pause-ms", 5000, "--accept",
+                      "--model", model, "--head", "untrained", "--dtype", "float32", "--per-file", 2,
+                      "--keystrokes", 2, "--max-tokens", 12, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "accepting the completion shown" in result.stdout
+    ahead = json.loads(out.read_text())["ahead"]["after_a_keystroke"]
+    assert ahead["requests"] == ahead["prepared_ahead"] == ahead["same_completion_as_the_other_setting"] == 4
     result = nestling("bench", src, "--target", "type-through", "--model", model, "--pause-ms", -1)
     assert result.returncode == 2 and "--pause-ms must not be negative" in result.stderr
 

@@ -64,25 +64,29 @@ def test_the_keystroke_guessed_from_the_ghost_text(shown, typed):
     assert predicted_keystroke(shown) == typed
 
 
-def ask_type_and_ask(runtime, ahead: bool, keystroke: str | None):
-    """Ask at the end of DOCUMENT; prefill ahead if `ahead`; type `keystroke` (None: the guessed one); ask again."""
+def ask_type_and_ask(runtime, ahead: bool, keystroke: str | None, accept: bool = False):
+    """Ask at the end of DOCUMENT; prefill ahead if `ahead` (both guesses); type `keystroke` (None: the guessed one),
+    or accept the completion whole; ask again."""
     service = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_ahead=ahead))
     request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
     first = service.complete(request)
-    guess = service.prefill_ahead_request(request, first)
-    assert (guess is not None) == ahead
-    if guess is not None:
-        assert guess.ahead and guess.text == DOCUMENT + predicted_keystroke(first.items[0].text)
-        assert service.prefill(guess).complete
-    typed = keystroke if keystroke is not None else predicted_keystroke(first.items[0].text)
+    shown = first.items[0].text
+    guesses = service.prefill_ahead_requests(request, first)
+    if ahead:
+        assert [(g.ahead, g.text) for g in guesses] == [(1, DOCUMENT + predicted_keystroke(shown)),
+                                                        (2, DOCUMENT + shown)]
+        assert all(service.prefill(guess).complete for guess in guesses)
+    else:
+        assert guesses == []
+    typed = shown if accept else keystroke if keystroke is not None else predicted_keystroke(shown)
     document = DOCUMENT + typed
     return service.complete(CompletionRequest(uri=URI, text=document, cursor=len(document), line_mode="single"))
 
 
-@pytest.mark.parametrize("keystroke", [None, "#", "("])
-def test_a_prefill_ahead_prepares_the_guessed_keystroke_and_never_changes_a_completion(runtime, keystroke):
-    ahead = ask_type_and_ask(runtime, True, keystroke)
-    plain = ask_type_and_ask(runtime, False, keystroke)
+@pytest.mark.parametrize("keystroke, accept", [(None, False), (None, True), ("#", False), ("(", False)])
+def test_prefills_ahead_prepare_the_guessed_requests_and_never_change_a_completion(runtime, keystroke, accept):
+    ahead = ask_type_and_ask(runtime, True, keystroke, accept)
+    plain = ask_type_and_ask(runtime, False, keystroke, accept)
     assert [item.text for item in ahead.items] == [item.text for item in plain.items]
     guessed = keystroke is None
     assert ahead.stats.prepared_ahead == guessed and not plain.stats.prepared_ahead
@@ -91,12 +95,29 @@ def test_a_prefill_ahead_prepares_the_guessed_keystroke_and_never_changes_a_comp
         assert plain.stats.reused_prefix_tokens < ahead.stats.reused_prefix_tokens
 
 
+def test_the_spare_state_is_swapped_in_only_when_it_shares_more(runtime):
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24))
+    request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    first = service.complete(request)
+    typing, accepting = service.prefill_ahead_requests(request, first)
+    for guess in (typing, accepting):
+        service.prefill(guess)
+    session = service.sessions.get(URI)
+    kept, spare = session.states["spec"], session.spare_states["spec"]
+    again = service.complete(replace(request, text=typing.text, cursor=typing.cursor))  # the first guess was right
+    assert again.stats.prepared_ahead and session.states["spec"] is kept and session.spare_states["spec"] is spare
+    service.prefill(accepting)  # the second guess again (into the spare), then accepted
+    accepted = service.complete(replace(request, text=accepting.text, cursor=accepting.cursor))
+    assert accepted.stats.prepared_ahead and session.states["spec"] is spare and session.spare_states["spec"] is kept
+    assert session.kv_bytes() == kept.kv_bytes() + spare.kv_bytes()
+
+
 def test_no_prefill_ahead_without_a_completion_or_for_plain_requests(runtime):
     service = CompletionService(runtime, ServiceConfig(max_tokens=24))
     request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
-    assert service.prefill_ahead_request(request, CompletionResult()) is None
+    assert service.prefill_ahead_requests(request, CompletionResult()) == []
     shown = CompletionResult([CompletionItem("x", len(DOCUMENT), len(DOCUMENT))])
-    assert service.prefill_ahead_request(request, shown).text == DOCUMENT + "x"
-    assert service.prefill_ahead_request(replace(request, mode="ar"), shown) is None
+    assert [g.text for g in service.prefill_ahead_requests(request, shown)] == [DOCUMENT + "x"]  # one guess: both same
+    assert service.prefill_ahead_requests(replace(request, mode="ar"), shown) == []
     off = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_ahead=False))
-    assert off.prefill_ahead_request(request, shown) is None
+    assert off.prefill_ahead_requests(request, shown) == []

@@ -37,9 +37,9 @@ class StandInService:
         self.release.wait(5)
         return CompletionResult()
 
-    def prefill_ahead_request(self, request, result):
-        return PrefillRequest(uri=request.uri, text=request.text + "y", cursor=request.cursor + 1, ahead=True) \
-            if self.ahead else None
+    def prefill_ahead_requests(self, request, result):
+        return [PrefillRequest(uri=request.uri, text=request.text + typed, cursor=request.cursor + len(typed),
+                               ahead=number) for number, typed in enumerate(("y", "yz"), start=1)] if self.ahead else []
 
 
 @pytest.fixture
@@ -116,6 +116,15 @@ def test_a_completion_is_followed_by_a_prefill_ahead_that_the_next_request_inter
     assert snapshot["requests"] == 2 and snapshot["prefills"] == 0 and snapshot["prefilled_tokens"] == 0
 
 
+def test_a_completed_prefill_ahead_is_followed_by_the_next_guess(worker):
+    service = worker.service
+    service.ahead = True
+    service.release.set()  # each prefill ends at once, complete
+    assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
+    wait_for(lambda: worker.stats.snapshot()["prefills_ahead"] == 2)
+    assert service.log == ["complete file:///a.py", "prefill file:///a.py", "prefill file:///a.py"]
+
+
 def test_no_prefill_ahead_while_another_job_waits(worker):
     worker.service.ahead = True
     first = worker.submit(completion("file:///a.py"))
@@ -123,15 +132,15 @@ def test_no_prefill_ahead_while_another_job_waits(worker):
     second = worker.submit(completion("file:///b.py"))
     worker.service.release.set()
     first.future.result(5), second.future.result(5)
-    wait_for(lambda: len(worker.service.log) == 3)
-    assert worker.service.log == ["complete file:///a.py", "complete file:///b.py", "prefill file:///b.py"]
+    wait_for(lambda: worker.stats.snapshot()["prefills_ahead"] == 2)  # b's two guesses, none for a
+    assert worker.service.log == ["complete file:///a.py", "complete file:///b.py"] + ["prefill file:///b.py"] * 2
 
 
 def test_a_failing_guess_leaves_the_worker_serving(worker):
     def broken(request, result):
         raise RuntimeError("no guess")
 
-    worker.service.prefill_ahead_request = broken
+    worker.service.prefill_ahead_requests = broken
     worker.service.release.set()
     for _ in range(2):
         assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
