@@ -232,7 +232,9 @@ class CompletionService:
         text, cursor = _text_and_cursor(request)
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
         prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
-        engine, state = self._engine_and_state(session, self.config.mode, spare=request.ahead > 1)
+        engine, state = self._engine_and_state(session, self.config.mode)
+        if request.ahead > 1:  # the second guess goes to the spare state, from the closer of the two
+            state = self._spare_for(session, engine, state, prompt.token_ids)
         chunk = min(AHEAD_CHUNK_TOKENS, self.config.prefill_chunk_tokens) if request.ahead \
             else self.config.prefill_chunk_tokens
         stats = engine.prefill(prompt.token_ids, state, cancel, chunk_tokens=chunk)
@@ -273,10 +275,17 @@ class CompletionService:
         rest = session.expected_text(prefix, suffix)
         return self.runtime.target.tokenizer(rest, add_special_tokens=False)["input_ids"] if rest else []
 
-    def _engine_and_state(self, session, mode: str, spare: bool = False):
+    def _engine_and_state(self, session, mode: str):
         engine = self._engine(mode)
-        states = session.spare_states if spare else session.states
-        return engine, states.get(mode) or states.setdefault(mode, engine.new_state())
+        return engine, session.states.get(mode) or session.states.setdefault(mode, engine.new_state())
+
+    def _spare_for(self, session, engine, state, prompt: list[int]):
+        """The session's spare state for `prompt`: the one it has, or a branch of `state` where that shares more."""
+        mode, spare = self.config.mode, session.spare_states.get(self.config.mode)
+        shared = state.common_prefix(prompt)
+        if spare is None or spare.common_prefix(prompt) < shared:
+            spare = session.spare_states[mode] = state.branch(shared, engine.make_drafter())
+        return spare
 
     def _region(self, session, language, text: str, cursor: int) -> Region:
         name = language.name if language else None

@@ -6,6 +6,7 @@ prefix (`rewind`), so only the new part of the prompt is prefilled.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import torch
@@ -72,6 +73,17 @@ class SequenceState:
         truncate(self.cache, length)
         self.features.truncate(length)
         self.drafter.truncate(length)
+
+    def branch(self, length: int, drafter: Drafter) -> "SequenceState":
+        """A new state holding copies of this one's first `length` committed tokens, their KV and features, with
+        `drafter` (a fresh one takes them in when it is next asked to observe or draft)."""
+        length = min(length, len(self.tokens))
+        cache = copy.deepcopy(self.cache)
+        truncate(cache, length)
+        features = FeatureBuffer(self.features.data.shape[1], self.features.data.dtype, self.features.data.device,
+                                 capacity=max(256, length))
+        features.append(self.features.view()[:length])
+        return SequenceState(cache=cache, features=features, drafter=drafter, tokens=self.tokens[:length])
 
     def kv_bytes(self) -> int:
         total = self.features.nbytes()

@@ -100,8 +100,9 @@ def test_the_spare_state_is_swapped_in_only_when_it_shares_more(runtime):
     request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
     first = service.complete(request)
     typing, accepting = service.prefill_ahead_requests(request, first)
-    for guess in (typing, accepting):
-        service.prefill(guess)
+    typed, accepted = service.prefill(typing), service.prefill(accepting)
+    # the spare starts as a branch of the state at the cursor: only what follows it is computed
+    assert typed.complete and accepted.complete and 0 < accepted.prefilled_tokens < accepted.prompt_tokens / 2
     session = service.sessions.get(URI)
     kept, spare = session.states["spec"], session.spare_states["spec"]
     again = service.complete(replace(request, text=typing.text, cursor=typing.cursor))  # the first guess was right

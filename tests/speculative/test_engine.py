@@ -182,3 +182,18 @@ def test_the_first_draft_after_prefill_is_the_draft_without_it(target, spec):
     trees = [state.drafter.propose(DraftInput(root, state.features.view()), budget) for state in (prepared, plain)]
     assert trees[0].size > 1
     assert torch.equal(trees[0].tokens, trees[1].tokens) and torch.equal(trees[0].parents, trees[1].parents)
+
+
+def test_a_branch_shares_the_prefix_and_both_states_generate_as_autoregressive(target, spec):
+    ar = SpeculativeEngine(target, NoDrafter)
+    state = spec.new_state()
+    spec.prefill(LONG_PROMPT, state, chunk_tokens=32)
+    other = LONG_PROMPT[:50] + [60, 61, 62]
+    branch = state.branch(state.common_prefix(other), spec.make_drafter())
+    assert branch.tokens == LONG_PROMPT[:50] and state.tokens == LONG_PROMPT and branch.cache is not state.cache
+    stats = spec.prefill(other, branch)
+    assert stats.complete and stats.reused_tokens == 50 and stats.prefilled_tokens == 3
+    for prompt, used in ((other, branch), (LONG_PROMPT, state)):  # the branch's writes never reach the original
+        after = spec.generate(prompt, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,)), state=used).run()
+        reference = ar.generate(prompt, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run()
+        assert after.stats.reused_tokens == len(prompt) - 1 and after.tokens == reference.tokens
