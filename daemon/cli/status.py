@@ -54,7 +54,7 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "
         f"{stats.cache_documents} documents",
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
-        f"{stats.prefills_ahead} ahead of a keystroke, {stats.prefills_ahead_used} of them typed",
+        f"{stats.prefills_ahead} ahead of the next request, {stats.prefills_ahead_used} of them used",
     ]
 
 

@@ -115,7 +115,7 @@ class CompletionStats:
     region: str = Region.NEUTRAL.value
     stop_reason: str = ""
     mode: str = "spec"
-    prepared_ahead: bool = False  # a prefill ahead had computed the prompt: the keystroke it guessed was typed
+    prepared_ahead: bool = False  # a prefill ahead had computed the prompt: its guess was right
 
 
 @dataclass

@@ -48,8 +48,9 @@ class ServiceConfig:
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)
     # offer the rest of a document's recent completion to the drafter while the user types it (never changes the output)
     follow_last_completion: bool = True
-    # after a completion, while the user pauses, prefill the prompt its first typed character would give (the suffix
-    # re-read after the edit point): a keystroke that types it finds the prompt ready; any request interrupts it
+    # after a completion, while the user pauses, prefill the prompts that typing its first character, or accepting it,
+    # would give (the suffix re-read after the edit point): a request that does either finds its prompt ready; any
+    # request interrupts it
     prefill_ahead: bool = True
     # pack the weights once for oneDNN where that gives the same bits faster (bfloat16 on a CPU; measured at load)
     packed_weights: bool = True

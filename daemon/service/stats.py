@@ -22,8 +22,8 @@ class ServiceStats:
         self.superseded = 0
         self.prefills = 0
         self.prefilled_tokens = 0
-        self.prefills_ahead = 0  # prefills of the prompt a guessed next keystroke gives (not counted in prefills)
-        self.prefills_ahead_used = 0  # requests that found such a prefill ready (the guess was typed)
+        self.prefills_ahead = 0  # prefills of a guessed next request's prompt (not counted in prefills)
+        self.prefills_ahead_used = 0  # requests that found such a prefill ready (the guess was right)
         self._tau_sum = 0.0
         self._first_token: deque[float] = deque(maxlen=window)
         self._total: deque[float] = deque(maxlen=window)

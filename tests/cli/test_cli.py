@@ -175,4 +175,5 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
 
     lines = describe(pb.GetStatsResponse(model="m", prefills=2, prefilled_tokens=900, prefills_ahead=7,
                                          prefills_ahead_used=3), "unix:/run/daemon.sock", 42)
-    assert lines[-1] == "prefills  2 files prepared on opening, 900 prompt tokens; 7 ahead of a keystroke, 3 of them typed"
+    assert lines[-1] == ("prefills  2 files prepared on opening, 900 prompt tokens; "
+                         "7 ahead of the next request, 3 of them used")
