@@ -255,7 +255,8 @@ class CompletionService:
             return []
         text, cursor = _text_and_cursor(request)
         shown = result.items[0].text
-        guesses = [predicted_keystroke(shown)] + ([shown] if shown != predicted_keystroke(shown) else [])
+        typing = predicted_keystroke(shown)
+        guesses = [typing] + ([shown] if shown != typing else [])
         return [PrefillRequest(uri=request.uri, language_id=request.language_id, text=text[:cursor] + typed +
                                text[cursor:], cursor=cursor + len(typed), ahead=number)
                 for number, typed in enumerate(guesses, start=1)]

@@ -33,7 +33,7 @@ class Job:
     queued_at: float = field(default_factory=time.monotonic)
     superseded: bool = False
     number: int = 0
-    then: list = field(default_factory=list)  # prefills ahead to queue after this one, while nothing else waits
+    then: list[PrefillRequest] = field(default_factory=list)  # prefills ahead to queue after this one, while nothing else waits
 
 
 class ModelWorker:
