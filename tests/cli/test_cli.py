@@ -108,11 +108,17 @@ def test_bench_lookup_reads_a_distilled_cache(tmp_path):
     assert rows[(1, 0)]["first"] == 1.0 and rows[(3, 0)]["branches"] == 1
 
 
-def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint(tmp_path):
+def typing_sources(tmp_path):
+    """A tiny model that writes whole characters, and a folder with one Python file to type in."""
     model = save_tiny_model_folder(tmp_path / "model", never_stop=True, whole_characters=True)
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
+    return model, src
+
+
+def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint(tmp_path):
+    model, src = typing_sources(tmp_path)
     out = tmp_path / "typing.json"
     result = nestling("bench", src, "--target", "type-through", "--model", model, "--head", "untrained",
                       "--dtype", "float32", "--per-file", 2, "--keystrokes", 3, "--max-tokens", 12, "--out", out)
@@ -128,10 +134,7 @@ def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint
 
 
 def test_bench_type_through_compares_the_prefill_ahead(tmp_path):
-    model = save_tiny_model_folder(tmp_path / "model", never_stop=True, whole_characters=True)
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
+    model, src = typing_sources(tmp_path)
     out = tmp_path / "ahead.json"
     result = nestling("bench", src, "--target", "type-through", "--compare", "ahead", "--pause-ms", 5000,
                       "--model", model, "--head", "untrained", "--dtype", "float32", "--per-file", 2,
