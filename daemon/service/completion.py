@@ -187,11 +187,12 @@ class CompletionService:
         context = cursor_context(prefix, suffix, region, language)
         shape = line_mode(request.line_mode, context)
         mode = self.config.mode if request.mode == "spec" else "ar"
-        session.take_closer_spare(mode, prompt.token_ids)
+        used_guess = 2 if session.take_closer_spare(mode, prompt.token_ids) else 1
         engine, state = self._engine_and_state(session, mode)
         budget = self.runtime.budget_for(mode, region)
         expected = self._expected(session, prefix, suffix)
         ahead_end, session.ahead_end, session.spare_ahead_end = session.ahead_end, 0, 0
+        accept_guess, session.accept_guess = session.accept_guess, 0
         texts: list[str] = []
         stats = CompletionStats(region=region.value, mode=request.mode)
         for index in range(request.alternatives):
@@ -210,6 +211,8 @@ class CompletionService:
                 self._fill_stats(stats, generation.stats, started, queued_at)
                 stats.prepared_ahead = ahead_end > 0 and request.mode == "spec" and \
                     stats.reused_prefix_tokens >= min(ahead_end, stats.prompt_tokens - 1)
+                if stats.prepared_ahead and accept_guess:
+                    session.accept_first = used_guess == accept_guess
                 session.remember(PastCompletion.at(prefix, suffix, generation.text or ""))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
@@ -250,13 +253,16 @@ class CompletionService:
 
     def prefill_ahead_requests(self, request: CompletionRequest, result: CompletionResult) -> list[PrefillRequest]:
         """The prefills that prepare the next request if the user types the first character of the completion shown,
-        or accepts it whole, in that order ([] when there is nothing to guess, or it is turned off)."""
+        or accepts it whole; in that order unless the last right guess in the document was an acceptance ([] when
+        there is nothing to guess, or it is turned off)."""
         if not (self.config.prefill_ahead and request.mode == "spec" and result.items and result.items[0].text):
             return []
         text, cursor = _text_and_cursor(request)
+        session = self.sessions.get(request.uri)
         shown = result.items[0].text
         typing = predicted_keystroke(shown)
-        guesses = [typing] + ([shown] if shown != typing else [])
+        guesses = [typing] if shown == typing else [shown, typing] if session.accept_first else [typing, shown]
+        session.accept_guess = guesses.index(shown) + 1 if shown != typing else 0
         return [PrefillRequest(uri=request.uri, language_id=request.language_id, text=text[:cursor] + typed +
                                text[cursor:], cursor=cursor + len(typed), ahead=number)
                 for number, typed in enumerate(guesses, start=1)]

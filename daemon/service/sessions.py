@@ -63,6 +63,11 @@ class Session:
     # committed prompt tokens after the last prefill ahead into states / spare_states, until the next request (0: none)
     ahead_end: int = 0
     spare_ahead_end: int = 0
+    # which prefill ahead holds the completion accepted whole (1: the first, into states; 2: the spare; 0: none), and
+    # whether the last request that found its prompt prefilled ahead had accepted a completion (then that is guessed
+    # first next time: a user who accepts suggestions one after another gets the next one ready sooner)
+    accept_guess: int = 0
+    accept_first: bool = False
 
     def remember(self, completion: PastCompletion) -> None:
         """Keep `completion` as the newest, replacing one asked at the same place."""
@@ -75,12 +80,15 @@ class Session:
         user has typed into since (or that was asked at this very place); "" if none."""
         return next((rest for c in reversed(self.recent_completions) if (rest := c.rest_after(prefix, suffix))), "")
 
-    def take_closer_spare(self, mode: str, prompt: list[int]) -> None:
-        """Make the spare state the session's state (and the state the spare) if it shares more of `prompt`."""
+    def take_closer_spare(self, mode: str, prompt: list[int]) -> bool:
+        """Make the spare state the session's state (and the state the spare) if it shares more of `prompt`; returns
+        whether it did."""
         state, spare = self.states.get(mode), self.spare_states.get(mode)
-        if state is not None and spare is not None and spare.common_prefix(prompt) > state.common_prefix(prompt):
-            self.states[mode], self.spare_states[mode] = spare, state
-            self.ahead_end, self.spare_ahead_end = self.spare_ahead_end, self.ahead_end
+        if state is None or spare is None or spare.common_prefix(prompt) <= state.common_prefix(prompt):
+            return False
+        self.states[mode], self.spare_states[mode] = spare, state
+        self.ahead_end, self.spare_ahead_end = self.spare_ahead_end, self.ahead_end
+        return True
 
     def kv_bytes(self) -> int:
         return sum(state.kv_bytes() for states in (self.states, self.spare_states) for state in states.values())

@@ -122,3 +122,21 @@ def test_no_prefill_ahead_without_a_completion_or_for_plain_requests(runtime):
     assert service.prefill_ahead_requests(replace(request, mode="ar"), shown) == []
     off = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_ahead=False))
     assert off.prefill_ahead_requests(request, shown) == []
+
+
+def test_the_guess_that_was_right_last_time_is_prefilled_first(runtime):
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24))
+    request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    result, orders = service.complete(request), []
+    for accept in (False, True, True, False):  # the user types, accepts, accepts, types
+        guesses = service.prefill_ahead_requests(request, result)
+        shown = result.items[0].text
+        accepting = [g for g in guesses if g.text == request.text + shown]
+        assert len(guesses) == 2 and len(accepting) == 1
+        orders.append("accept first" if guesses[0] is accepting[0] else "typing first")
+        assert all(service.prefill(guess).complete for guess in guesses)
+        done = accepting[0] if accept else next(g for g in guesses if g is not accepting[0])
+        request = replace(request, text=done.text, cursor=done.cursor)
+        result = service.complete(request)
+        assert result.stats.prepared_ahead  # whichever guess was right, it was ready
+    assert orders == ["typing first", "typing first", "accept first", "accept first"]
