@@ -15,7 +15,7 @@ from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
                  "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",
-                 "static_shapes",
+                 "static_shapes", "prefill_ahead", "follow_last_completion",
                  "log_level")
 
 
@@ -35,6 +35,11 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false", default=None,
                    help="keep the weights in torch's layout (by default they are packed for oneDNN where that "
                         "gives the same results faster: bfloat16 on a CPU)")
+    p.add_argument("--no-prefill-ahead", dest="prefill_ahead", action="store_false", default=None,
+                   help="do not prefill the likeliest next prompts (the first character typed, the completion "
+                        "accepted) while the editor is idle after a completion")
+    p.add_argument("--no-follow-last-completion", dest="follow_last_completion", action="store_false", default=None,
+                   help="do not offer the rest of a completion the user types into to the drafter")
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])

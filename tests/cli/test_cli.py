@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,17 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
                                          prefills_ahead_used=3), "unix:/run/daemon.sock", 42)
     assert lines[-1] == ("prefills  2 files prepared on opening, 900 prompt tokens; "
                          "7 ahead of the next request, 3 of them used")
+
+
+def test_serve_flags_turn_off_the_prefill_ahead_and_the_hint():
+    from nestling.daemon.cli.main import build_parser
+    from nestling.daemon.cli.serve import settings_from
+    from nestling.daemon.service.config import load_config
+
+    parser = build_parser()
+    default, _ = load_config(settings_from(parser.parse_args(["serve"])), path=Path("/nonexistent/config.toml"))
+    assert default.prefill_ahead and default.follow_last_completion
+    flags = parser.parse_args(["serve", "--no-prefill-ahead", "--no-follow-last-completion"])
+    config, sources = load_config(settings_from(flags), path=Path("/nonexistent/config.toml"))
+    assert not config.prefill_ahead and not config.follow_last_completion
+    assert sources["prefill_ahead"] == sources["follow_last_completion"] == "flag"
