@@ -1,5 +1,6 @@
-"""Per-document sessions: the model state of the last prompt (for prefix reuse), the syntax tree, and the
-prompt window; bounded in bytes across documents, least recently used first out."""
+"""Per-document sessions: the model state of the last prompt (for prefix reuse) and a spare one (a second guess at
+the next prompt, prefilled ahead), the syntax tree, the prompt window and the recent completions; bounded in bytes
+across documents, least recently used first out."""
 
 from __future__ import annotations
 
