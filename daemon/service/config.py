@@ -36,9 +36,9 @@ class ServiceConfig:
     max_tokens_limit: int = 1024  # requests may not ask for more
     prefix_tokens: int = 1536  # prompt budget before the cursor
     # prompt budget after the cursor. Small on purpose: the suffix follows the edit point in the FIM prompt, so
-    # every keystroke re-runs it; 128 tokens (~10-15 lines) halves time to first token against 256 on a CPU
-    # (BENCHMARKS.md, "Keystroke latency").
-    suffix_tokens: int = 128
+    # every keystroke re-runs it. 64 tokens (~5 lines) cut time to first token to 340 from 593 ms at 128 on a 2-core
+    # CPU, and the default model scored the missing lines no worse (BENCHMARKS.md, "The suffix budget: 64 tokens").
+    suffix_tokens: int = 64
     # prompt tokens a prefill (a file just opened) computes between checks for a completion request, which waits at
     # most one such chunk (~0.35 s at 128 on a 2-core CPU; smaller chunks cost more forwards)
     prefill_chunk_tokens: int = 128
