@@ -7,13 +7,12 @@ a request right after each reply, the session's model state reused) against a da
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from nestling.daemon.bench.typing import default_document, replay
+from nestling.daemon.bench.typing import Keystroke, default_document, replay, summarize
 from nestling.daemon.grpc_api.client import Client, target_for
 
 rounds, keystrokes, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
@@ -33,15 +32,6 @@ for index in range(rounds):
             runs[budget] += [vars(r) for r in replay(client, text, 1500, keystrokes, 16, cache=True)]
         finally:
             subprocess.run(main + ["--stop"], env=env, check=True)
-summary = {}
-for budget, rows in runs.items():
-    first = [r["first_token_ms"] for r in rows]
-    total = [r["total_ms"] for r in rows]
-    summary[budget] = {"requests": len(rows), "first_token_ms_p50": round(statistics.median(first), 1),
-                       "first_token_ms_mean": round(statistics.mean(first), 1),
-                       "total_ms_p50": round(statistics.median(total), 1),
-                       "total_ms_mean": round(statistics.mean(total), 1),
-                       "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in rows), 1),
-                       "reused_tokens_mean": round(statistics.mean(r["reused_tokens"] for r in rows), 1)}
+summary = {budget: summarize([Keystroke(**r) for r in rows]) for budget, rows in runs.items()}
 out.write_text(json.dumps({"summary": summary, "rows": {str(b): r for b, r in runs.items()}}, indent=1))
 print(json.dumps(summary, indent=1))
