@@ -31,7 +31,7 @@ for f in files:
         for name, order in ORDERS.items():
             ids = tok(order(prefix, suffix), add_special_tokens=False)["input_ids"]
             out = eng.generate(ids, stop=StopRule(max_new_tokens=32, stop_strings=("\n",))).run()
-            row[name] = tok.decode(out.tokens) if hasattr(out, "tokens") else out.text
+            row[name] = tok.decode(out.tokens)  # the whole output, its line break included
             row[name + "_ok"] = row[name].split("\n")[0].rstrip() == truth.rstrip()
         res.append(row)
 summary = {"positions": len(res)}

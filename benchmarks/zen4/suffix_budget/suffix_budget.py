@@ -5,8 +5,8 @@ before the cursor and 0 to 512 tokens after the truth (cut at line ends as the d
 forward per budget scores the truth: its negative log-likelihood, how many of its tokens are the model's argmax, and
 how many leading tokens are (`run`: what a greedy completion gets right before it first strays). The prefix's model
 state is computed once per position and shared by all budgets. Files: the 16 held-out bench files plus up to FILES
-files of 300-3,000 lines per language from the Python standard library and scripts/fetch-corpus.sh's corpus
-(~/.cache/nestling/corpus), picked by path hash.
+files of 300-3,000 lines per language from Debian's Python standard library (/usr/lib/python3.11) and
+scripts/fetch-corpus.sh's corpus (~/.cache/nestling/corpus), picked by path hash.
 Usage: python suffix_budget.py OUT.jsonl [FILES] [LINES]"""
 import hashlib, json, sys
 from pathlib import Path
@@ -71,9 +71,10 @@ with open(out_path, "a") as out, torch.no_grad():
             cache = new_cache(t.config)
             for s in range(0, len(head), 256):
                 forward(head[s:s + 256], s, cache)
-            row = {"file": str(f), "id": bp.id, "kind": bp.kind, "prefix_tokens": len(head), "truth_tokens": len(truth_ids)}
+            row = {"file": str(f), "id": bp.id, "kind": bp.kind, "prefix_tokens": len(head),
+                   "truth_tokens": len(truth_ids)}
             for b in BUDGETS:
-                sfx = _keep_head(tok, rest, b) if b else ""
+                sfx = _keep_head(tok, rest, b)  # "" at 0
                 tail = [suf] + enc(sfx) + [mid]
                 logits = forward(tail + truth_ids, len(head), cache)
                 truncate(cache, len(head))

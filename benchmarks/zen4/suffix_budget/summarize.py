@@ -21,7 +21,8 @@ for b in BUDGETS:
 
 
 def nll_difference(sample, a, b):
-    return (sum(r[a]["nll"] for r in sample) - sum(r[b]["nll"] for r in sample)) / sum(r["truth_tokens"] for r in sample)
+    tokens = sum(r["truth_tokens"] for r in sample)
+    return (sum(r[a]["nll"] for r in sample) - sum(r[b]["nll"] for r in sample)) / tokens
 
 
 random.seed(0)
