@@ -1,4 +1,5 @@
-"""Assemble a ready-to-run engine from the user's choices: target model, draft head, device, dtype."""
+"""Assemble a ready-to-run engine from the user's choices: target model, drafter (an EAGLE head or a smaller
+draft model), device, dtype."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Callable
 from .context.syntax import Region
 from .modes import MODES
 from .models.eagle_head import EagleHead, head_from_target, load_head
-from .models.errors import HeadLoadError
+from .models.default_model import EMBEDDED_MODELS
+from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
@@ -21,12 +23,14 @@ from .policy.sizing import LatencySizer
 from .speculative.drafter import NoDrafter, TreeBudget
 from .speculative.eagle_drafter import EagleDrafter
 from .speculative.engine import SpeculativeEngine
-from .speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match
+from .speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match, head_pays, model_pays
+from .speculative.model_drafter import ModelDrafter
 
 log = logging.getLogger(__name__)
 
 SHIPPED_HEADS_DIR = Path(__file__).parent / "models" / "heads"
 MAX_TREE_NODES = 128  # upper bound for latency-aware sizing
+DRAFT_MODEL = "model:"  # --head model:SPEC drafts with another model (any --model SPEC) sharing the tokenizer
 GATED_MODES = ("eagle-latency", "eagle-syntax", "spec")  # the modes that know the device's costs
 
 
@@ -39,39 +43,53 @@ def shipped_head_for(model_name: str) -> Path | None:
 @dataclass
 class Runtime:
     target: TargetModel
-    head: EagleHead | None  # None: no EAGLE drafting (lookup and autoregressive only)
-    head_source: str  # a path, "untrained" or "none"
+    head: EagleHead | None  # the EAGLE head that drafts trees (None: a draft model does, or no tree drafting)
+    head_source: str  # a path, "untrained", "none" or "model:NAME"
     budget: TreeBudget  # the tree budget of eagle-ref (the reference EAGLE-2 defaults unless overridden)
     static_buckets: tuple[int, ...] = ()  # static shapes: verified trees padded up to these sizes (GPU option)
     draft_gate: bool = True  # latency-aware modes stop drafting while it loses on this device (policy/gate.py)
+    draft_model: TargetModel | None = None  # a smaller model over the same tokens that drafts trees instead of a head
     _profile: CostProfile | None = None  # measured verification cost, loaded on first use
+
+    @property
+    def tree_source(self) -> EagleHead | TargetModel | None:
+        """What drafts the trees of the eagle-* and spec modes: the draft model, else the head (None: neither)."""
+        return self.draft_model if self.draft_model is not None else self.head
 
     @property
     def profile(self) -> CostProfile:
         if self._profile is None:
             log.info("measuring the verification cost on this device (once per model and device)")
-            self._profile = load_or_measure(self.target, self.head)
+            self._profile = load_or_measure(self.target, self.tree_source)
         return self._profile
 
     def _check(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (use one of {', '.join(MODES)})")
-        if mode.startswith("eagle") and self.head is None:
-            raise ValueError(f"mode {mode} needs a draft head (--head)")
+        if mode.startswith("eagle") and self.tree_source is None:
+            raise ValueError(f"mode {mode} needs a draft head or draft model (--head)")
+
+    def tree_drafter(self) -> Callable[[], EagleDrafter | ModelDrafter] | None:
+        """Makes the drafter of dynamic trees (one per sequence), or None without a head or draft model."""
+        source = self.tree_source
+        if source is None:
+            return None
+        return (lambda: ModelDrafter(source)) if isinstance(source, TargetModel) else (lambda: EagleDrafter(source))
 
     def engine(self, mode: str = "spec") -> SpeculativeEngine:
         """An engine whose drafter implements `mode`; pair it with budget(mode, region) per request."""
         self._check(mode)
-        head = self.head
+        tree = self.tree_drafter()
         if mode == "ar":
             factory = NoDrafter
-        elif mode == "lookup" or (mode == "spec" and head is None):
+        elif mode == "lookup" or (mode == "spec" and tree is None):
             factory = LookupDrafter
         elif mode == "spec":
-            factory = lambda: MergedDrafter(EagleDrafter(head), LookupDrafter())  # noqa: E731
+            pays = model_pays if self.draft_model is not None else head_pays
+            factory = lambda: MergedDrafter(tree(), LookupDrafter(), pays)  # noqa: E731
         else:
-            factory = lambda: EagleDrafter(head)  # noqa: E731
-        if self.draft_gate and mode in GATED_MODES and head is not None:
+            factory = tree
+        if self.draft_gate and mode in GATED_MODES and tree is not None:
             factory = gated(factory, NoDrafter, sure_to_pay=confident_match if mode == "spec" else None,
                             plain_share=self.profile.plain_share)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
@@ -110,29 +128,56 @@ def gated(*factories, sure_to_pay=None, plain_share=None) -> Callable[[], GatedD
                                 plain_share=plain_share)
 
 
-def resolve_head(target: TargetModel, head: str | None) -> tuple[EagleHead | None, str]:
-    """--head: a folder, 'none', or None for the shipped head of the model (an untrained one if none ships)."""
+def resolve_head(target: TargetModel, head: str | None, progress: bool = True
+                 ) -> tuple[EagleHead | TargetModel | None, str]:
+    """--head: a folder, 'untrained', 'none', 'model:SPEC' (a draft model), or None: the head shipped for the
+    model, else the smaller embedded model that drafts for it, else an untrained head."""
     if head == "none":
         return None, "none"
     if head == "untrained":
         return head_from_target(target), "untrained"
+    if head is not None and head.startswith(DRAFT_MODEL):
+        return load_draft_model(target, head.removeprefix(DRAFT_MODEL), progress), head
     if head is not None:
         return load_head(head, target), str(Path(head).expanduser())
     shipped = shipped_head_for(target.name)
+    sibling = getattr(EMBEDDED_MODELS.get(target.name), "draft_model", None)
     if shipped is not None:
         try:
             return load_head(shipped, target), str(shipped)
         except HeadLoadError as exc:
             log.warning("the shipped head could not be loaded (%s); using an untrained head", exc)
+    elif sibling is not None:
+        try:
+            return load_draft_model(target, sibling, progress), DRAFT_MODEL + sibling
+        except ModelLoadError as exc:
+            log.warning("the draft model %s could not be loaded (%s); using an untrained head", sibling, exc)
     else:
         log.warning("no trained head for model %s: speculative decoding will gain little; "
                     "train one with `nestling train-head`", target.name)
     return head_from_target(target), "untrained"
 
 
-def pack_weights(target: TargetModel, head: EagleHead | None) -> bool:
-    """Pack the target's and the head's matrices for oneDNN when that gives the same bits faster on this CPU
-    (models/packed_linear.py; measured on the lm_head). After the head is attached: it reads the lm_head."""
+def load_draft_model(target: TargetModel, spec: str, progress: bool = True) -> TargetModel:
+    """A model (any --model SPEC) that drafts for `target` on its device and in its dtype: it must write the same
+    tokens, so it must have the target's tokenizer and no token id the target lacks."""
+    if not spec:
+        raise ModelLoadError("--head model:SPEC needs a model after 'model:' (an embedded name, folder or .gguf)")
+    draft = load_target(spec, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
+                        progress=progress)
+    if draft.config.vocab_size > target.config.vocab_size:
+        raise ModelLoadError(f"draft model {draft.name}: {draft.config.vocab_size} token ids, more than the "
+                             f"{target.config.vocab_size} of {target.name}")
+    if target.tokenizer is not None and draft.tokenizer is not None and \
+            target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
+        raise ModelLoadError(f"draft model {draft.name} does not share the tokenizer of {target.name}")
+    return draft
+
+
+def pack_weights(target: TargetModel, head: EagleHead | None, draft_model: TargetModel | None = None) -> bool:
+    """Pack the target's, the head's and the draft model's matrices for oneDNN when that gives the same bits faster
+    on this CPU (models/packed_linear.py; measured on each model's lm_head). After the head is attached: it reads
+    the lm_head. Returns whether the target's are packed."""
     if not target.packed_weights and packing_pays(target.lm_head.weight):
         pack_linears(target.model)
         if head is not None:
@@ -140,6 +185,9 @@ def pack_weights(target: TargetModel, head: EagleHead | None) -> bool:
         target.packed_weights = True
         log.info("weights packed for oneDNN: same results, faster on this CPU "
                  "(packed_weights = false keeps torch's layout)")
+    if draft_model is not None and not draft_model.packed_weights and packing_pays(draft_model.lm_head.weight):
+        pack_linears(draft_model.model)
+        draft_model.packed_weights = True
     return target.packed_weights
 
 
@@ -150,8 +198,11 @@ def load_runtime(model: str | None = None, head: str | None = None, device: str 
                  dtype: str | None = None, budget: TreeBudget | None = None, progress: bool = True,
                  static_shapes: bool = False, draft_gate: bool = True, packed_weights: bool = True) -> Runtime:
     target = load_target(model, device=device, dtype=dtype, progress=progress)
-    drafter_head, source = resolve_head(target, head)
+    drafter, source = resolve_head(target, head, progress)
+    draft_model = drafter if isinstance(drafter, TargetModel) else None
+    eagle_head = None if draft_model is not None else drafter
     if packed_weights:
-        pack_weights(target, drafter_head)
-    return Runtime(target=target, head=drafter_head, head_source=source, budget=budget or TreeBudget(),
+        pack_weights(target, eagle_head, draft_model)
+    return Runtime(target=target, head=eagle_head, head_source=source, draft_model=draft_model,
+                   budget=budget or TreeBudget(),
                    static_buckets=STATIC_BUCKETS if static_shapes else (), draft_gate=draft_gate)

@@ -1,12 +1,19 @@
-"""Runtime.engine(): which drafter each mode gets, the draft gate included."""
+"""Runtime.engine(): which drafter each mode gets, the draft gate included; a draft model in the head's place."""
 
-from nestling.daemon.policy.cost_model import CostProfile
+import pytest
+
+from nestling.daemon import runtime as runtime_module
+from nestling.daemon.models.default_model import EmbeddedModel
+from nestling.daemon.models.errors import ModelLoadError
+from nestling.daemon.policy.cost_model import CostProfile, profile_key
 from nestling.daemon.policy.gate import GatedDrafter
-from nestling.daemon.runtime import Runtime
+from nestling.daemon.runtime import Runtime, load_runtime, resolve_head
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
+from nestling.daemon.speculative.engine import StopRule
 from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter, confident_match
-from tiny import tiny_head, tiny_target
+from nestling.daemon.speculative.model_drafter import ModelDrafter
+from tiny import tiny_head, tiny_target, tiny_tokenizer, save_tiny_model_folder
 
 PROFILE = CostProfile("t", 300, {1: 100.0, 16: 150.0, 128: 500.0}, 10.0)
 
@@ -37,3 +44,63 @@ def test_reference_and_baseline_modes_and_the_ablation_flag_are_ungated():
     assert isinstance(rt.engine("ar").make_drafter(), NoDrafter)
     assert isinstance(runtime(draft_gate=False).engine("spec").make_drafter(), MergedDrafter)
     assert isinstance(runtime(head=False).engine("spec").make_drafter(), LookupDrafter)
+
+
+def test_a_draft_model_drafts_the_trees_of_every_tree_mode_losslessly():
+    target = tiny_target("qwen2")
+    rt = Runtime(target=target, head=None, head_source="model:test", draft_model=tiny_target("llama", seed=5),
+                 budget=TreeBudget(top_k=3, depth=4, total_tokens=12), _profile=PROFILE)
+    spec = rt.engine("spec").make_drafter()
+    assert isinstance(spec.arms[0], MergedDrafter) and isinstance(spec.arms[0].head_drafter, ModelDrafter)
+    assert isinstance(rt.engine("eagle-ref").make_drafter(), ModelDrafter)
+    prompt = [7, 3, 9, 3, 9, 12, 40, 41]
+    expected = rt.engine("ar").generate(prompt, stop=StopRule(max_new_tokens=24)).run().tokens
+    for mode in ("spec", "eagle-ref", "eagle-latency", "eagle-syntax"):
+        assert rt.engine(mode).generate(prompt, stop=StopRule(max_new_tokens=24)).run().tokens == expected, mode
+
+
+def test_head_model_spec_loads_a_draft_model_that_shares_the_tokenizer(tmp_path):
+    target_dir = save_tiny_model_folder(tmp_path / "target")
+    draft_dir = save_tiny_model_folder(tmp_path / "draft", arch="llama", seed=4)
+    rt = load_runtime(str(target_dir), f"model:{draft_dir}", dtype="float32", progress=False)
+    assert rt.head is None and rt.draft_model is not None and rt.describe()["head"] == f"model:{draft_dir}"
+    assert profile_key(rt.target, rt.draft_model) != profile_key(rt.target, None)  # its own draft step cost
+    prompt = rt.target.tokenizer("def add(a, b):\n    return")["input_ids"]
+    expected = rt.engine("ar").generate(prompt, stop=StopRule(max_new_tokens=16)).run().tokens
+    assert rt.engine("spec").generate(prompt, stop=StopRule(max_new_tokens=16)).run().tokens == expected
+
+
+def _model_folder(path, tokenizer_vocab: int):
+    tokenizer = tiny_tokenizer(tokenizer_vocab)
+    model = tiny_target(vocab=len(tokenizer)).model
+    model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
+def test_a_draft_model_with_another_tokenizer_is_refused_by_name(tmp_path):
+    target = load_runtime(str(save_tiny_model_folder(tmp_path / "target")), "none", dtype="float32",
+                          progress=False).target
+    with pytest.raises(ModelLoadError, match="more than the"):
+        resolve_head(target, f"model:{_model_folder(tmp_path / 'wide', 340)}", progress=False)
+    with pytest.raises(ModelLoadError, match="does not share the tokenizer"):
+        resolve_head(target, f"model:{_model_folder(tmp_path / 'other', 300)}", progress=False)
+    with pytest.raises(ModelLoadError, match="no such file"):
+        resolve_head(target, f"model:{tmp_path / 'missing'}", progress=False)
+    with pytest.raises(ModelLoadError, match="needs a model"):
+        resolve_head(target, "model:", progress=False)
+
+
+def test_a_model_without_a_shipped_head_drafts_with_its_embedded_sibling(tmp_path, monkeypatch):
+    target = load_runtime(str(save_tiny_model_folder(tmp_path / "target")), "none", dtype="float32",
+                          progress=False).target
+    sibling = str(save_tiny_model_folder(tmp_path / "small", arch="llama", seed=4))
+    entry = EmbeddedModel(name=target.name, distribution_prefix="none-", parts=1, sha256="", extra="",
+                          draft_model=sibling)
+    monkeypatch.setattr(runtime_module, "EMBEDDED_MODELS", {target.name: entry})
+    drafter, source = resolve_head(target, None, progress=False)
+    assert source == "model:" + sibling and drafter.name == "small"
+    entry = EmbeddedModel(name=target.name, distribution_prefix="none-", parts=1, sha256="", extra="",
+                          draft_model=str(tmp_path / "gone"))
+    monkeypatch.setattr(runtime_module, "EMBEDDED_MODELS", {target.name: entry})
+    assert resolve_head(target, None, progress=False)[1] == "untrained"  # a sibling that fails to load: a warning

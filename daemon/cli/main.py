@@ -19,8 +19,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     """--model/--head/--device/--dtype, shared by every command that loads a model."""
     parser.add_argument("--model", help="embedded model name, local Hugging Face folder, or .gguf file "
                                         "(default: the embedded qwen2.5-coder-0.5b)")
-    parser.add_argument("--head", help="EAGLE head folder, 'untrained', or 'none' (default: the head shipped "
-                                       "for the model)")
+    parser.add_argument("--head", help="EAGLE head folder, 'untrained', 'none', or 'model:SPEC' to draft with a "
+                                       "smaller model sharing the tokenizer (default: the head shipped for the "
+                                       "model, else the smaller embedded model that drafts for it)")
     parser.add_argument("--device", help="cuda, cuda:N or cpu (default: cuda when present)")
     parser.add_argument("--dtype", choices=["bfloat16", "float32", "float16"],
                         help="default: bfloat16 where the hardware supports it, else float32")

@@ -57,7 +57,7 @@ def run(args) -> int:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights)
     with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
-        profile = measure(runtime.target, runtime.head, context_tokens=args.context, sizes=VERIFY_SIZES,
+        profile = measure(runtime.target, runtime.tree_source, context_tokens=args.context, sizes=VERIFY_SIZES,
                           repeats=args.repeats, progress=bar.update)
     path = profile_path(profile.key)
     profile.save(path)

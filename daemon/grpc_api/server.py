@@ -125,7 +125,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
 def _load(daemon: Daemon, load_runtime) -> None:
     runtime = load_runtime()
     service = CompletionService(runtime, daemon.config)
-    if runtime.head is not None and daemon.config.mode != "ar":
+    if runtime.tree_source is not None and daemon.config.mode != "ar":
         _ = runtime.profile  # measure the verification cost now, not on the first keystroke
     daemon.runtime, daemon.service = runtime, service
     daemon.worker = ModelWorker(service, daemon.stats)

@@ -1,6 +1,6 @@
 """The measured cost of verification and drafting on this device: T_verify(W) and T_draft per step.
 
-Measured once per (model, device, dtype, library versions, head) at a realistic context length and
+Measured once per (model, device, dtype, library versions, drafter) at a realistic context length and
 cached on disk; `nestling profile` re-measures and plots it. Verification is nearly flat up to a few
 dozen tokens on a CPU and differs on a GPU, so the tree size must come from this curve.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..models.kv_cache import new_cache, truncate
-from ..models.target import cpu_features, cpu_name
+from ..models.target import TargetModel, cpu_features, cpu_name
 from ..models.paths import cache_dir
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
@@ -32,7 +32,7 @@ class CostProfile:
     key: str  # what the measurement is valid for (model, device, dtype, versions, head)
     context_tokens: int  # committed tokens in the cache while measuring
     verify_ms: dict[int, float]  # W tree tokens (root included) -> ms of one verify forward (medians, made non-decreasing)
-    draft_step_ms: float  # median ms of one head forward over top_k frontier nodes + its top-k
+    draft_step_ms: float  # median ms of one draft step (head or draft model) over top_k frontier nodes + its top-k
     measured: dict = field(default_factory=dict)  # device/dtype/versions, for the record
 
     def verify_cost(self, size: int) -> float:
@@ -62,6 +62,7 @@ class CostProfile:
 
 
 def profile_key(target, head) -> str:
+    """`head`: the tree drafter's model, an EagleHead or a draft TargetModel (or None)."""
     import transformers
 
     if target.device.type == "cuda":
@@ -71,6 +72,8 @@ def profile_key(target, head) -> str:
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
              "packed" if getattr(target, "packed_weights", False) else "unpacked"]
+    if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost
+        parts += ["draft model", head.name, "packed" if head.packed_weights else "unpacked"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -131,11 +134,12 @@ def verify_medians(target, context: torch.Tensor, sizes, repeats: int, clock: Cl
 
 
 def _draft_step_ms(target, head, context: torch.Tensor, top_k: int, repeats: int, clock: Clock) -> float:
-    """Median ms of one head expansion over top_k frontier nodes: a depth-2 draft minus a depth-1 draft,
-    so consuming the committed pairs is not counted."""
+    """Median ms of one expansion over top_k frontier nodes by `head` (an EagleHead or a draft TargetModel): a
+    depth-2 draft minus a depth-1 draft, so taking in the committed tokens is not counted."""
     from ..speculative.eagle_drafter import EagleDrafter
+    from ..speculative.model_drafter import ModelDrafter
 
-    drafter = EagleDrafter(head)
+    drafter = ModelDrafter(head) if isinstance(head, TargetModel) else EagleDrafter(head)
     pairs = min(64, context.shape[1] - 1)  # committed pairs the head consumes before drafting
     features, _ = target.forward(context[:, :pairs], torch.arange(pairs, device=target.device)[None],
                                  new_cache(target.config), logits_for=slice(-1, None))

@@ -25,7 +25,9 @@ def runtime_dir() -> Path:
 @dataclass
 class ServiceConfig:
     model: str | None = None  # embedded model name, Hugging Face folder or .gguf file (None: the default model)
-    head: str | None = None  # EAGLE head folder, "untrained" or "none" (None: the head shipped for the model)
+    # EAGLE head folder, "untrained", "none" or "model:SPEC" (a smaller draft model with the same tokenizer); None: the
+    # head shipped for the model, else the embedded model that drafts for it (qwen2.5-coder-0.5b for the 1.5b)
+    head: str | None = None
     device: str | None = None  # "cuda", "cuda:N" or "cpu" (None: cuda when present)
     dtype: str | None = None  # "bfloat16", "float32" or "float16" (None: bfloat16 where supported)
     socket: str | None = None  # Unix socket path (None: <runtime dir>/daemon.sock)

@@ -5,6 +5,7 @@ through the same propose() interface; verification and acceptance are unchanged.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
@@ -144,11 +145,14 @@ def merge_candidates(base: Candidates, extra: Candidates) -> Candidates:
 
 class MergedDrafter:
     """The EAGLE tree with lookup continuations joined as extra branches. The lookup is asked first; the
-    head drafts only when its first step is expected to pay next to what the lookup already proposes."""
+    head drafts only when `pays` expects it to next to what the lookup already proposes (head_pays; for a
+    draft model, model_pays)."""
 
-    def __init__(self, head_drafter, lookup: LookupDrafter):
+    def __init__(self, head_drafter, lookup: LookupDrafter,
+                 pays: Callable[[DraftInput, Candidates, TreeBudget], bool] | None = None):
         self.head_drafter = head_drafter
         self.lookup = lookup
+        self.pays = pays or head_pays
 
     def reset(self) -> None:
         self.head_drafter.reset()
@@ -163,13 +167,13 @@ class MergedDrafter:
         budget = budget or TreeBudget()
         lookup_candidates, _ = self.lookup.draft_candidates(draft_input, budget)
         merged, steps = lookup_candidates, 0
-        if head_pays(lookup_candidates, budget):
+        if self.pays(draft_input, lookup_candidates, budget):
             head_candidates, steps = self.head_drafter.draft_candidates(draft_input, budget, known=lookup_candidates)
             merged = merge_candidates(head_candidates, lookup_candidates)
         return select(int(draft_input.tokens[-1]), merged, budget, steps)
 
 
-def head_pays(known: Candidates, budget: TreeBudget) -> bool:
+def head_pays(draft_input: DraftInput, known: Candidates, budget: TreeBudget) -> bool:
     """Whether the head's first draft step is worth its cost next to the `known` (lookup) candidates.
 
     That step proposes the root's children, and at most the acceptance the known root children leave
@@ -181,3 +185,12 @@ def head_pays(known: Candidates, budget: TreeBudget) -> bool:
     values = known.log_probs.exp()
     room = max(0.0, 1.0 - float(values[known.depths == 1].sum()))
     return budget.sizer.deepen(values.sort(descending=True).values, torch.tensor([room]), 0, budget.total_tokens)
+
+
+def model_pays(draft_input: DraftInput, known: Candidates, budget: TreeBudget) -> bool:
+    """Whether a draft model (speculative/model_drafter.py) should draft next to the `known` lookup candidates:
+    unless the lookup copies a confident match. head_pays' bound, one draft step's worth of root children,
+    fits a head whose steps are cheap; a draft model's step costs a third of a target forward, so that bound
+    skipped it for the lookup's guesses whenever the prompt had a short match, while it drafts deep and is
+    right ~9 times in 10 (BENCHMARKS.md, "A larger target drafted by the default model")."""
+    return not confident_match(draft_input)

@@ -1,0 +1,86 @@
+"""A smaller language model as the drafter: lossless, and its tree is what the draft model itself would write."""
+
+from functools import lru_cache
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
+from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter
+from nestling.daemon.speculative.model_drafter import ModelDrafter
+from tiny import VOCAB, tiny_target
+
+STOP = (VOCAB - 1,)
+
+
+@lru_cache(maxsize=None)
+def target(arch: str = "qwen2"):
+    return tiny_target(arch, stop_ids=STOP)
+
+
+@lru_cache(maxsize=None)
+def draft_model(kind: str, arch: str = "qwen2"):
+    """'other': another random model over the same vocabulary; 'same': the target's own weights."""
+    return target(arch) if kind == "same" else tiny_target("llama" if arch == "qwen2" else "qwen2", seed=5)
+
+
+def ar_tokens(arch, prompt, max_new):
+    return SpeculativeEngine(target(arch), NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+
+
+def drafter_factory(kind: str, arch: str, merged: bool):
+    if merged:
+        return lambda: MergedDrafter(ModelDrafter(draft_model(kind, arch)), LookupDrafter())
+    return lambda: ModelDrafter(draft_model(kind, arch))
+
+
+budgets = st.builds(TreeBudget, top_k=st.integers(1, 6), depth=st.integers(1, 6), total_tokens=st.integers(0, 32))
+prompts = st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(["qwen2", "llama"]), kind=st.sampled_from(["other", "same"]), merged=st.booleans(),
+       prompt=prompts, budget=budgets, max_new=st.integers(1, 40))
+def test_model_drafted_greedy_equals_autoregressive(arch, kind, merged, prompt, budget, max_new):
+    expected = ar_tokens(arch, prompt, max_new)
+    engine = SpeculativeEngine(target(arch), drafter_factory(kind, arch, merged), budget)
+    got = engine.generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    assert got.tokens == expected.tokens
+    assert got.stats.stop_reason == expected.stats.stop_reason
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(prompt=prompts, depth=st.integers(1, 6))
+def test_the_target_as_its_own_draft_model_is_accepted_whole(prompt, depth):
+    """Drafted by the target's own weights in float32, every node of a greedy chain is the target's argmax, so each
+    step accepts the whole chain: positions and masks of the draft steps are the target's."""
+    engine = SpeculativeEngine(target(), drafter_factory("same", "qwen2", False),
+                               TreeBudget(top_k=1, depth=depth, total_tokens=depth))
+    no_stop = StopRule(max_new_tokens=60, stop_token_ids=(-1,))
+    got = engine.generate(prompt, stop=no_stop).run()
+    assert got.tokens == SpeculativeEngine(target(), NoDrafter).generate(prompt, stop=no_stop).run().tokens
+    assert got.stats.accepted_lengths[:-1] == [depth + 1] * (len(got.stats.accepted_lengths) - 1)
+
+
+def test_prefix_reuse_across_generations_stays_lossless():
+    """A second request that shares part of the first's sequence rewinds the draft model's cache with the target's."""
+    engine = SpeculativeEngine(target(), drafter_factory("other", "qwen2", False), TreeBudget(top_k=3, depth=4,
+                                                                                               total_tokens=12))
+    state = engine.new_state()
+    first = [5, 6, 7, 8, 9, 10, 11, 12]
+    engine.generate(first, stop=StopRule(max_new_tokens=20), state=state).run()
+    for prompt in (first + [3, 4], first[:5] + [40, 41], first[:5] + [40, 41, 42, 43]):
+        got = engine.generate(prompt, stop=StopRule(max_new_tokens=20), state=state).run()
+        assert got.tokens == ar_tokens("qwen2", prompt, 20).tokens
+        assert got.stats.reused_tokens > 0
+
+
+def test_a_repeated_proposal_for_one_root_drafts_the_same_tree():
+    drafter = ModelDrafter(draft_model("other"))
+    draft_input = DraftInput(tokens=torch.tensor([3, 1, 4, 1, 5, 9]), features=torch.zeros(5, 32))
+    budget = TreeBudget(top_k=3, depth=3, total_tokens=9)
+    first, second = drafter.propose(draft_input, budget), drafter.propose(draft_input, budget)
+    assert first.size == 10 and torch.equal(first.tokens, second.tokens) and torch.equal(first.parents, second.parents)
+    assert drafter.length == 6  # the committed tokens and the root; the tree's entries are cut off
