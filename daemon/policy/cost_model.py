@@ -73,7 +73,9 @@ def profile_key(target, head) -> str:
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
              "packed" if getattr(target, "packed_weights", False) else "unpacked"]
     if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost
-        parts += ["draft model", head.name, "packed" if head.packed_weights else "unpacked"]
+        from ..speculative.model_drafter import MODEL_WIDTH
+
+        parts += ["draft model", head.name, "packed" if head.packed_weights else "unpacked", f"width {MODEL_WIDTH}"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 

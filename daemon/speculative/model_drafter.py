@@ -10,9 +10,17 @@ The draft model keeps its own KV cache of the committed tokens. Each step feeds 
 children. The tree then grows depth by depth (speculative/growth.py), each draft step one forward of the
 frontier nodes with the tree attention mask. The tree's entries are cut off afterwards; the root's stays, as the
 target always commits the root. Features from the target are not used.
+
+Its trees are narrower and may grow deeper than the budget's shape (a prior fitted to EAGLE heads): a draft
+model's top choice is usually right, and each frontier row costs it more than a head. On 8 HumanEval prompts
+(1.5B target, one run side by side), 3 children per node with up to 12 steps ran 1.92x plain decoding, tau 5.8,
+against 1.76x, tau 4.0 with the neutral shape's 8 children and 7 steps; the sizer still stops a tree where one
+more step does not pay.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 
@@ -24,12 +32,19 @@ from .masks import block_mask, causal_mask
 from .tree import Candidates, DraftTree
 
 
+MODEL_WIDTH = 3  # most children per node and frontier nodes per step
+MODEL_DEPTH = 12  # draft steps a tree may take whatever the budget's depth
+
+
 class ModelDrafter:
     """Drafts dynamic trees with `draft`, a causal LM over the target's token ids."""
 
-    def __init__(self, draft: TargetModel, budget: TreeBudget | None = None):
+    def __init__(self, draft: TargetModel, budget: TreeBudget | None = None, width: int = MODEL_WIDTH,
+                 depth: int = MODEL_DEPTH):
         self.draft = draft
         self.budget = budget or TreeBudget()
+        self.width = width
+        self.depth = depth
         self.cache = new_cache(draft.config)
         self.length = 0  # tokens 0 .. length - 1 of the sequence are in the cache
 
@@ -64,6 +79,7 @@ class ModelDrafter:
         tokens = draft_input.tokens
         if budget.total_tokens <= 0 or budget.depth <= 0:
             return Candidates.empty(tokens.device), 0
+        budget = replace(budget, top_k=min(budget.top_k, self.width), depth=max(budget.depth, self.depth))
         logits = self._consume(tokens)
         seen = self.length  # committed tokens and the root
         k = max(1, min(budget.top_k, int(logits.shape[-1])))

@@ -30,10 +30,12 @@ def ar_tokens(arch, prompt, max_new):
     return SpeculativeEngine(target(arch), NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
 
 
-def drafter_factory(kind: str, arch: str, merged: bool):
+def drafter_factory(kind: str, arch: str, merged: bool, width: int = 16, depth: int = 1):
+    """width and depth: the drafter's own bounds (its defaults narrow and deepen the budget's tree; these let the
+    budget's shape through)."""
     if merged:
-        return lambda: MergedDrafter(ModelDrafter(draft_model(kind, arch)), LookupDrafter())
-    return lambda: ModelDrafter(draft_model(kind, arch))
+        return lambda: MergedDrafter(ModelDrafter(draft_model(kind, arch), width=width, depth=depth), LookupDrafter())
+    return lambda: ModelDrafter(draft_model(kind, arch), width=width, depth=depth)
 
 
 budgets = st.builds(TreeBudget, top_k=st.integers(1, 6), depth=st.integers(1, 6), total_tokens=st.integers(0, 32))
@@ -42,10 +44,10 @@ prompts = st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=40)
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(arch=st.sampled_from(["qwen2", "llama"]), kind=st.sampled_from(["other", "same"]), merged=st.booleans(),
-       prompt=prompts, budget=budgets, max_new=st.integers(1, 40))
-def test_model_drafted_greedy_equals_autoregressive(arch, kind, merged, prompt, budget, max_new):
+       prompt=prompts, budget=budgets, max_new=st.integers(1, 40), width=st.integers(1, 16), depth=st.integers(1, 12))
+def test_model_drafted_greedy_equals_autoregressive(arch, kind, merged, prompt, budget, max_new, width, depth):
     expected = ar_tokens(arch, prompt, max_new)
-    engine = SpeculativeEngine(target(arch), drafter_factory(kind, arch, merged), budget)
+    engine = SpeculativeEngine(target(arch), drafter_factory(kind, arch, merged, width, depth), budget)
     got = engine.generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
     assert got.tokens == expected.tokens
     assert got.stats.stop_reason == expected.stats.stop_reason
@@ -66,8 +68,8 @@ def test_the_target_as_its_own_draft_model_is_accepted_whole(prompt, depth):
 
 def test_prefix_reuse_across_generations_stays_lossless():
     """A second request that shares part of the first's sequence rewinds the draft model's cache with the target's."""
-    engine = SpeculativeEngine(target(), drafter_factory("other", "qwen2", False), TreeBudget(top_k=3, depth=4,
-                                                                                               total_tokens=12))
+    engine = SpeculativeEngine(target(), lambda: ModelDrafter(draft_model("other")),  # its own width and depth
+                               TreeBudget(top_k=8, depth=4, total_tokens=12))
     state = engine.new_state()
     first = [5, 6, 7, 8, 9, 10, 11, 12]
     engine.generate(first, stop=StopRule(max_new_tokens=20), state=state).run()
@@ -84,3 +86,34 @@ def test_a_repeated_proposal_for_one_root_drafts_the_same_tree():
     first, second = drafter.propose(draft_input, budget), drafter.propose(draft_input, budget)
     assert first.size == 10 and torch.equal(first.tokens, second.tokens) and torch.equal(first.parents, second.parents)
     assert drafter.length == 6  # the committed tokens and the root; the tree's entries are cut off
+
+
+def _merged_tree_sources(tokens: list[int], pays) -> set[int]:
+    from nestling.daemon.policy.cost_model import CostProfile
+    from nestling.daemon.policy.sizing import LatencySizer
+
+    # a dear draft step (a third of a forward, as the 0.5B's for the 1.5B on a CPU) and a flat verify curve
+    sizer = LatencySizer(CostProfile("t", 300, {1: 300.0, 128: 330.0}, 100.0), 32)
+    drafter = MergedDrafter(ModelDrafter(draft_model("other")), LookupDrafter(), pays)
+    draft_input = DraftInput(tokens=torch.tensor(tokens), features=torch.zeros(len(tokens) - 1, 32))
+    tree = drafter.propose(draft_input, TreeBudget(top_k=2, depth=4, total_tokens=32, sizer=sizer))
+    return set(tree.sources[1:].tolist())
+
+
+def test_a_draft_model_drafts_beside_a_short_lookup_match_and_not_beside_a_confident_one():
+    from nestling.daemon.speculative.lookup_drafter import head_pays, model_pays
+    from nestling.daemon.speculative.tree import SOURCE_HEAD, SOURCE_LOOKUP
+
+    short_match = [11, 12, 30, 31, 32, 33, 34, 35, 36, 12]  # "12" occurred before: a one-token match
+    assert SOURCE_HEAD in _merged_tree_sources(short_match, model_pays)
+    assert _merged_tree_sources(short_match, head_pays) == {SOURCE_LOOKUP}  # one step's bound skips the model
+    copying = [11, 12, 13, 14, 30, 31, 32, 33, 11, 12, 13]  # a three-token match: the lookup copies
+    assert _merged_tree_sources(copying, model_pays) == {SOURCE_LOOKUP}
+
+
+def test_its_trees_are_narrow_and_may_grow_deeper_than_the_budget():
+    drafter = ModelDrafter(draft_model("other"), width=2, depth=6)
+    draft_input = DraftInput(tokens=torch.tensor([3, 1, 4, 1, 5, 9]), features=torch.zeros(5, 32))
+    candidates, steps = drafter.draft_candidates(draft_input, TreeBudget(top_k=8, depth=2, total_tokens=64))
+    assert steps == 6 and int(candidates.depths.max()) == 6
+    assert int((candidates.depths == 1).sum()) == 2  # the root's two best children
