@@ -172,6 +172,11 @@ class GatedDrafter:
         for drafter in self.arms:
             drafter.observe(tokens, features)
 
+    def adopt(self, other: Drafter, committed: int) -> None:
+        if isinstance(other, GatedDrafter) and len(other.arms) == len(self.arms):
+            for mine, theirs in zip(self.arms, other.arms):
+                mine.adopt(theirs, committed)
+
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         now, committed = self.clock(), int(draft_input.tokens.numel()) - 1
         self._finish(now, committed)

@@ -78,6 +78,10 @@ class Drafter(Protocol):
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         """A draft tree whose root is draft_input.tokens[-1]."""
 
+    def adopt(self, other: "Drafter", committed: int) -> None:
+        """Start from a copy of `other`'s state for the first `committed` tokens of its sequence (a branched
+        sequence, SequenceState.branch), where taking them in again would cost much. May do nothing."""
+
 
 class NoDrafter:
     """Proposes the root alone: the engine then decodes plain autoregressively (the baseline)."""
@@ -93,3 +97,6 @@ class NoDrafter:
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         return root_only(int(draft_input.tokens[-1]), draft_input.tokens.device)
+
+    def adopt(self, other: Drafter, committed: int) -> None:
+        pass

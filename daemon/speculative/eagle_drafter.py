@@ -52,6 +52,9 @@ class EagleDrafter:
         else:
             truncate(self.cache, self.length - self.start)
 
+    def adopt(self, other, committed: int) -> None:
+        pass  # a head takes in at most `context` pairs again: a few ms
+
     @torch.no_grad()
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
         """Feed the committed pairs through the head now (the first draft step after a long prompt then

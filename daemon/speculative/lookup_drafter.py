@@ -46,6 +46,9 @@ class LookupDrafter:
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
         pass  # the lookup searches the sequence at each step; nothing to keep
 
+    def adopt(self, other, committed: int) -> None:
+        pass
+
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()
         candidates, _ = self.draft_candidates(draft_input, budget)
@@ -162,6 +165,10 @@ class MergedDrafter:
 
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
         self.head_drafter.observe(tokens, features)
+
+    def adopt(self, other, committed: int) -> None:
+        if isinstance(other, MergedDrafter):
+            self.head_drafter.adopt(other.head_drafter, committed)
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()

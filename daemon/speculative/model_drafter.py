@@ -20,6 +20,7 @@ more step does not pay.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import torch
@@ -58,6 +59,13 @@ class ModelDrafter:
             self.reset()
         else:
             truncate(self.cache, self.length)
+
+    def adopt(self, other, committed: int) -> None:
+        """A copy of another ModelDrafter's cache of the same draft model: taking a 1,500-token prompt in again
+        would cost the draft model a prefill."""
+        if isinstance(other, ModelDrafter) and other.draft is self.draft:
+            self.cache, self.length = copy.deepcopy(other.cache), other.length
+            self.truncate(committed)
 
     @torch.no_grad()
     def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:

@@ -76,13 +76,15 @@ class SequenceState:
 
     def branch(self, length: int, drafter: Drafter) -> "SequenceState":
         """A new state holding copies of this one's first `length` committed tokens, their KV and features, with
-        `drafter` (a fresh one takes them in when it is next asked to observe or draft)."""
+        `drafter` (it adopts a copy of this drafter's state where it can, else takes them in when it is next
+        asked to observe or draft)."""
         length = min(length, len(self.tokens))
         cache = copy.deepcopy(self.cache)
         truncate(cache, length)
         features = FeatureBuffer(self.features.data.shape[1], self.features.data.dtype, self.features.data.device,
                                  capacity=max(256, length))
         features.append(self.features.view()[:length])
+        drafter.adopt(self.drafter, length)
         return SequenceState(cache=cache, features=features, drafter=drafter, tokens=self.tokens[:length])
 
     def kv_bytes(self) -> int:

@@ -33,3 +33,23 @@ def test_a_profile_measured_without_packed_weights_is_not_reused_with_them():
     plain = profile_key(target, head)
     target.packed_weights = True
     assert profile_key(target, head) != plain
+
+
+def test_a_draft_models_step_is_timed_at_the_depths_asked_for(monkeypatch):
+    """The draft step is a depth-2 draft less a depth-1 draft: the draft model's own depth floor must not make both
+    grow to the same depth (the difference, the step's cost, was then 0)."""
+    from nestling.daemon.speculative.model_drafter import ModelDrafter
+    from tiny import tiny_target
+
+    steps = []
+    draft_candidates = ModelDrafter.draft_candidates
+
+    def spy(self, *args, **kwargs):
+        candidates, spent = draft_candidates(self, *args, **kwargs)
+        steps.append(spent)
+        return candidates, spent
+
+    monkeypatch.setattr(ModelDrafter, "draft_candidates", spy)
+    profile = cost_model.measure(tiny_target(), tiny_target("llama", seed=5), context_tokens=16, sizes=(1, 2),
+                                 repeats=2)
+    assert set(steps) == {1, 2} and profile.draft_step_ms >= 0.0

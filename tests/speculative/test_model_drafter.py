@@ -117,3 +117,18 @@ def test_its_trees_are_narrow_and_may_grow_deeper_than_the_budget():
     candidates, steps = drafter.draft_candidates(draft_input, TreeBudget(top_k=8, depth=2, total_tokens=64))
     assert steps == 6 and int(candidates.depths.max()) == 6
     assert int((candidates.depths == 1).sum()) == 2  # the root's two best children
+
+
+def test_a_branched_sequence_adopts_a_copy_of_the_draft_models_cache():
+    engine = SpeculativeEngine(target(), drafter_factory("other", "qwen2", True, width=3, depth=4),
+                               TreeBudget(top_k=3, depth=4, total_tokens=12))
+    state = engine.new_state()
+    prompt = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+    engine.generate(prompt, stop=StopRule(max_new_tokens=12), state=state).run()
+    spare = state.branch(8, engine.make_drafter())
+    adopted = spare.drafter.head_drafter
+    assert adopted.length == 8 and adopted.cache is not state.drafter.head_drafter.cache
+    assert state.drafter.head_drafter.length > 8  # the original keeps its own
+    follow = prompt[:8] + [30, 31]
+    got = engine.generate(follow, stop=StopRule(max_new_tokens=16), state=spare).run()
+    assert got.tokens == ar_tokens("qwen2", follow, 16).tokens and got.stats.reused_tokens == 8
