@@ -17,7 +17,8 @@ eng = big.engine("ar")
 agree = total = 0
 runs = []
 for p in prompts:
-    ids = build_fim_prompt(tok, big.target.fim_tokens, p.prefix, p.suffix, p.path, FimBudget(prefix_tokens=1536, suffix_tokens=512)).token_ids
+    ids = build_fim_prompt(tok, big.target.fim_tokens, p.prefix, p.suffix, p.path,
+                           FimBudget(prefix_tokens=1536, suffix_tokens=512)).token_ids
     g = eng.generate(ids, stop=StopRule(max_new_tokens=64)).run()
     out = g.tokens
     seq = torch.tensor([ids + out])

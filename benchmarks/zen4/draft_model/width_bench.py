@@ -46,7 +46,8 @@ for name, width, depth in (("w10", 10, 0), ("w3", 3, 0), ("w3d12", 3, 12), ("w1d
     print(name, "draft step ms", round(p.draft_step_ms, 1), flush=True)
     factory = gated(lambda cls=cls: MergedDrafter(cls(dm, width=16, depth=0), LookupDrafter(), model_pays), NoDrafter,
                     sure_to_pay=confident_match, plain_share=p.plain_share)
-    engines[name] = (SpeculativeEngine(target, factory), shaped_budget(Region.NEUTRAL, LatencySizer(p, MAX_TREE_NODES), MAX_TREE_NODES))
+    budget = shaped_budget(Region.NEUTRAL, LatencySizer(p, MAX_TREE_NODES), MAX_TREE_NODES)
+    engines[name] = (SpeculativeEngine(target, factory), budget)
 prompts = load_humaneval()[:int(sys.argv[1])]
 res = {n: {"tokens": 0, "ms": 0.0, "steps": 0, "same": 0} for n in engines}
 names = list(engines)
@@ -59,11 +60,15 @@ for i, pr in enumerate(prompts):
         eng, budget = engines[n]
         g = eng.generate(ids, stop=StopRule(max_new_tokens=64), budget=budget).run()
         outs[n] = g
-        r = res[n]; r["tokens"] += g.stats.new_tokens; r["ms"] += g.stats.total_ms - g.stats.prefill_ms; r["steps"] += g.stats.target_forwards
+        r = res[n]
+        r["tokens"] += g.stats.new_tokens
+        r["ms"] += g.stats.total_ms - g.stats.prefill_ms
+        r["steps"] += g.stats.target_forwards
     for n in names:
         res[n]["same"] += outs[n].tokens == outs["ar"].tokens
     print(pr.id, {n: round(outs[n].stats.tau, 2) for n in names}, flush=True)
 base = res["ar"]["tokens"] / res["ar"]["ms"]
 for n, r in res.items():
     rate = r["tokens"] / r["ms"]
-    print(n, "tok/s", round(rate * 1000, 2), "speedup", round(rate / base, 3), "tau", round(r["tokens"] / r["steps"], 2), "same", r["same"])
+    print(n, "tok/s", round(rate * 1000, 2), "speedup", round(rate / base, 3), "tau", round(r["tokens"] / r["steps"], 2),
+          "same", r["same"])
