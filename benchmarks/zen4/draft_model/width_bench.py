@@ -70,5 +70,6 @@ for i, pr in enumerate(prompts):
 base = res["ar"]["tokens"] / res["ar"]["ms"]
 for n, r in res.items():
     rate = r["tokens"] / r["ms"]
-    print(n, "tok/s", round(rate * 1000, 2), "speedup", round(rate / base, 3), "tau", round(r["tokens"] / r["steps"], 2),
+    print(n, "tok/s", round(rate * 1000, 2), "speedup", round(rate / base, 3),
+          "tau", round(r["tokens"] / r["steps"], 2),
           "same", r["same"])
