@@ -64,6 +64,12 @@ def select(root: int, candidates: Candidates, budget: TreeBudget, draft_steps: i
     return tree
 
 
+def select_drafted(drafter, draft_input: DraftInput, budget: TreeBudget) -> DraftTree:
+    """The tree of a drafter that grows candidates (`draft_candidates`, as the head's and the draft model's do)."""
+    candidates, steps = drafter.draft_candidates(draft_input, budget)
+    return select(int(draft_input.tokens[-1]), candidates, budget, steps)
+
+
 class Drafter(Protocol):
     def reset(self) -> None:
         """Forget everything: the next propose() starts a new sequence."""

@@ -18,7 +18,7 @@ import torch
 
 from ..models.eagle_head import EagleHead
 from ..models.kv_cache import new_cache, truncate
-from .drafter import DraftInput, TreeBudget, select
+from .drafter import DraftInput, TreeBudget, select_drafted
 from .growth import grow_tree
 from .masks import block_mask, causal_mask
 from .tree import Candidates, DraftTree
@@ -64,9 +64,7 @@ class EagleDrafter:
 
     @torch.no_grad()
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
-        budget = budget or self.budget
-        candidates, steps = self.draft_candidates(draft_input, budget)
-        return select(int(draft_input.tokens[-1]), candidates, budget, steps)
+        return select_drafted(self, draft_input, budget or self.budget)
 
     @torch.no_grad()
     def draft_candidates(self, draft_input: DraftInput, budget: TreeBudget, known: Candidates | None = None
