@@ -141,8 +141,7 @@ def _draft_step_ms(target, head, context: torch.Tensor, top_k: int, repeats: int
     from ..speculative.eagle_drafter import EagleDrafter
     from ..speculative.model_drafter import ModelDrafter
 
-    # a draft model's trees may grow deeper than the budget says (MODEL_DEPTH); here the budget's depth must hold
-    drafter = ModelDrafter(head, depth=0) if isinstance(head, TargetModel) else EagleDrafter(head)
+    drafter = ModelDrafter(head) if isinstance(head, TargetModel) else EagleDrafter(head)
     pairs = min(64, context.shape[1] - 1)  # committed pairs the head consumes before drafting
     features, _ = target.forward(context[:, :pairs], torch.arange(pairs, device=target.device)[None],
                                  new_cache(target.config), logits_for=slice(-1, None))

@@ -34,7 +34,7 @@ from .tree import Candidates, DraftTree
 
 
 MODEL_WIDTH = 3  # most children per node and frontier nodes per step
-MODEL_DEPTH = 12  # draft steps a tree may take whatever the budget's depth
+MODEL_DEPTH = 12  # draft steps a latency-sized tree may take whatever the budget's depth (its sizer stops it)
 
 
 class ModelDrafter:
@@ -85,7 +85,8 @@ class ModelDrafter:
         tokens = draft_input.tokens
         if budget.total_tokens <= 0 or budget.depth <= 0:
             return Candidates.empty(tokens.device), 0
-        budget = replace(budget, top_k=min(budget.top_k, self.width), depth=max(budget.depth, self.depth))
+        depth = max(budget.depth, self.depth) if budget.sizer is not None else budget.depth  # fixed trees keep theirs
+        budget = replace(budget, top_k=min(budget.top_k, self.width), depth=depth)
         logits = self._consume(tokens)
         seen = self.length  # committed tokens and the root
         k = max(1, min(budget.top_k, int(logits.shape[-1])))

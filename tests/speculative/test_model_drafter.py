@@ -111,12 +111,19 @@ def test_a_draft_model_drafts_beside_a_short_lookup_match_and_not_beside_a_confi
     assert _merged_tree_sources(copying, model_pays) == {SOURCE_LOOKUP}
 
 
-def test_its_trees_are_narrow_and_may_grow_deeper_than_the_budget():
+def test_its_trees_are_narrow_and_may_grow_deeper_than_a_sized_budget_but_not_a_fixed_one():
+    from nestling.daemon.policy.cost_model import CostProfile
+    from nestling.daemon.policy.sizing import LatencySizer
+
     drafter = ModelDrafter(draft_model("other"), width=2, depth=6)
     draft_input = DraftInput(tokens=torch.tensor([3, 1, 4, 1, 5, 9]), features=torch.zeros(5, 32))
-    candidates, steps = drafter.draft_candidates(draft_input, TreeBudget(top_k=8, depth=2, total_tokens=64))
+    free_steps = LatencySizer(CostProfile("t", 300, {1: 100.0, 128: 100.0}, 0.0), 64)  # every step pays
+    sized = TreeBudget(top_k=8, depth=2, total_tokens=64, sizer=free_steps)
+    candidates, steps = drafter.draft_candidates(draft_input, sized)
     assert steps == 6 and int(candidates.depths.max()) == 6
     assert int((candidates.depths == 1).sum()) == 2  # the root's two best children
+    candidates, steps = drafter.draft_candidates(draft_input, TreeBudget(top_k=8, depth=2, total_tokens=64))
+    assert steps == 2 and int((candidates.depths == 1).sum()) == 2
 
 
 def test_a_branched_sequence_adopts_a_copy_of_the_draft_models_cache():
