@@ -22,6 +22,16 @@ def cache_length(cache: DynamicCache) -> int:
     return cache.get_seq_length()
 
 
+def cache_bytes(cache: DynamicCache) -> int:
+    """Bytes of the keys and values the cache holds."""
+    total = 0
+    for layer in getattr(cache, "layers", []):
+        keys = getattr(layer, "keys", None)
+        if keys is not None:
+            total += keys.numel() * keys.element_size() + layer.values.numel() * layer.values.element_size()
+    return total
+
+
 def truncate(cache: DynamicCache, length: int) -> None:
     """Keep only the first `length` positions."""
     for layer in cache.layers:

@@ -168,9 +168,12 @@ class GatedDrafter:
         for drafter in self.arms:
             drafter.truncate(committed)
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         for drafter in self.arms:
-            drafter.observe(tokens, features)
+            drafter.observe(tokens, features, partial)
+
+    def state_bytes(self) -> int:
+        return sum(drafter.state_bytes() for drafter in self.arms)
 
     def adopt(self, other: Drafter, committed: int) -> None:
         if isinstance(other, GatedDrafter) and len(other.arms) == len(self.arms):

@@ -77,9 +77,13 @@ class Drafter(Protocol):
     def truncate(self, committed: int) -> None:
         """Keep state for the first `committed` committed tokens only."""
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         """Take in the committed sequence ahead of the next propose() (tokens [L] int64, features [L, F]): work
-        done here is not done on the next request's first step. May do nothing."""
+        done here is not done on the next request's first step. May do nothing. `partial`: a chunked prefill is
+        still committing the prompt (a call follows each chunk, and one without `partial` the end): a drafter
+        whose cost grows with what it takes in may wait for the last call (an EAGLE head reads a window of the
+        end), one that must read everything takes each chunk in now (a draft model: an interrupted prefill then
+        leaves it as far as the target)."""
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         """A draft tree whose root is draft_input.tokens[-1]."""
@@ -87,6 +91,10 @@ class Drafter(Protocol):
     def adopt(self, other: "Drafter", committed: int) -> None:
         """Start from a copy of `other`'s state for the first `committed` tokens of its sequence (a branched
         sequence, SequenceState.branch), where taking them in again would cost much. May do nothing."""
+
+    def state_bytes(self) -> int:
+        """Bytes of the tensors this drafter keeps for its sequence (its own KV cache): counted with the target's
+        in the daemon's cache limit."""
 
 
 class NoDrafter:
@@ -98,7 +106,7 @@ class NoDrafter:
     def truncate(self, committed: int) -> None:
         pass
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         pass
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
@@ -106,3 +114,6 @@ class NoDrafter:
 
     def adopt(self, other: Drafter, committed: int) -> None:
         pass
+
+    def state_bytes(self) -> int:
+        return 0

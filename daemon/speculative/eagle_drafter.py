@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..models.eagle_head import EagleHead
-from ..models.kv_cache import new_cache, truncate
+from ..models.kv_cache import cache_bytes, new_cache, truncate
 from .drafter import DraftInput, TreeBudget, select_drafted
 from .growth import grow_tree
 from .masks import block_mask, causal_mask
@@ -55,11 +55,14 @@ class EagleDrafter:
     def adopt(self, other, committed: int) -> None:
         pass  # a head takes in at most `context` pairs again: a few ms
 
+    def state_bytes(self) -> int:
+        return cache_bytes(self.cache)
+
     @torch.no_grad()
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         """Feed the committed pairs through the head now (the first draft step after a long prompt then
-        only takes in the root's pair)."""
-        if features.shape[0] - 1 > self.length:
+        only takes in the root's pair); during a chunked prefill, only at its end (it reads a window of it)."""
+        if not partial and features.shape[0] - 1 > self.length:
             self._consume(tokens, features[:-1])
 
     @torch.no_grad()

@@ -70,25 +70,29 @@ class SpeculativeEngine:
 
     def prefill(self, prompt: list[int], state: SequenceState, cancel: threading.Event | None = None,
                 chunk_tokens: int = 128) -> PrefillStats:
-        """Commit `prompt` to `state` (reusing its common prefix), `chunk_tokens` at a time, then let the
-        drafter take it in. Between chunks, a set `cancel` stops it; the chunks done stay committed."""
+        """Commit `prompt` to `state` (reusing its common prefix), `chunk_tokens` at a time, the drafter taking
+        each chunk in after the target (Drafter.observe, `partial`) and the whole at the end. Between chunks,
+        and between the target's and the drafter's part of one, a set `cancel` stops it; what was done stays."""
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be at least 1")
         clock = Clock(self.target.device)
         reuse = state.common_prefix(prompt)
         state.rewind(reuse)
         stats = PrefillStats(prompt_tokens=len(prompt), reused_tokens=reuse)
-        while len(state.tokens) < len(prompt):
-            if cancel is not None and cancel.is_set():
-                break
+        while len(state.tokens) < len(prompt) and not _is_set(cancel):
             start = len(state.tokens)
             extend(self.target, state, prompt[start : start + chunk_tokens], logits_for=slice(0, 0))
+            if not _is_set(cancel):
+                self._observe(state, partial=True)
         stats.prefilled_tokens = len(state.tokens) - reuse
         stats.complete = len(state.tokens) == len(prompt)
-        if stats.complete and not (cancel is not None and cancel.is_set()):
-            state.drafter.observe(torch.tensor(state.tokens, device=self.target.device), state.features.view())
+        if stats.complete and not _is_set(cancel):
+            self._observe(state)
         stats.total_ms = clock.since_start()
         return stats
+
+    def _observe(self, state: SequenceState, partial: bool = False) -> None:
+        state.drafter.observe(torch.tensor(state.tokens, device=self.target.device), state.features.view(), partial)
 
 
 @dataclass
@@ -247,6 +251,10 @@ def expected_reference(prompt: list[int], expected: list[int]) -> torch.Tensor |
     if not expected:
         return None
     return torch.tensor(prompt[-REFERENCE_ANCHOR:] + expected, dtype=torch.long)
+
+
+def _is_set(event: threading.Event | None) -> bool:
+    return event is not None and event.is_set()
 
 
 def _first_stop(text: str, stop_strings: tuple[str, ...]) -> int | None:

@@ -43,11 +43,14 @@ class LookupDrafter:
     def truncate(self, committed: int) -> None:
         pass
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         pass  # the lookup searches the sequence at each step; nothing to keep
 
     def adopt(self, other, committed: int) -> None:
         pass
+
+    def state_bytes(self) -> int:
+        return 0
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()
@@ -163,12 +166,15 @@ class MergedDrafter:
     def truncate(self, committed: int) -> None:
         self.head_drafter.truncate(committed)
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
-        self.head_drafter.observe(tokens, features)
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
+        self.head_drafter.observe(tokens, features, partial)
 
     def adopt(self, other, committed: int) -> None:
         if isinstance(other, MergedDrafter):
             self.head_drafter.adopt(other.head_drafter, committed)
+
+    def state_bytes(self) -> int:
+        return self.head_drafter.state_bytes()
 
     def propose(self, draft_input: DraftInput, budget: TreeBudget | None = None) -> DraftTree:
         budget = budget or TreeBudget()

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import torch
 
-from ..models.kv_cache import new_cache, truncate
+from ..models.kv_cache import cache_bytes, new_cache, truncate
 from ..models.target import TargetModel
 from .drafter import DraftInput, TreeBudget, select_drafted
 from .growth import grow_tree
@@ -67,9 +67,13 @@ class ModelDrafter:
             self.cache, self.length = copy.deepcopy(other.cache), other.length
             self.truncate(committed)
 
+    def state_bytes(self) -> int:
+        return cache_bytes(self.cache)
+
     @torch.no_grad()
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
-        """Take in the committed tokens now (the first draft step after a long prompt then feeds the root alone)."""
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
+        """Take in the committed tokens now (the first draft step after a long prompt then feeds the root alone);
+        during a chunked prefill, each chunk as the target commits it."""
         if tokens.numel() > self.length:
             self._consume(tokens)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..models.kv_cache import new_cache, truncate
+from ..models.kv_cache import cache_bytes, new_cache, truncate
 from .drafter import Drafter
 
 
@@ -88,9 +88,5 @@ class SequenceState:
         return SequenceState(cache=cache, features=features, drafter=drafter, tokens=self.tokens[:length])
 
     def kv_bytes(self) -> int:
-        total = self.features.nbytes()
-        for layer in getattr(self.cache, "layers", []):
-            keys = getattr(layer, "keys", None)
-            if keys is not None:
-                total += keys.numel() * keys.element_size() * 2
-        return total
+        """Bytes this sequence keeps: the target's KV cache, its features and the drafter's own state."""
+        return cache_bytes(self.cache) + self.features.nbytes() + self.drafter.state_bytes()

@@ -92,7 +92,7 @@ class Recording:
         self.calls, self.truncated, self.observed = 0, [], []
         self.now, self.catch_up_s = now or [0.0], catch_up_s
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         self.observed.append(int(tokens.numel()))
         self.now[0] += self.catch_up_s
 
@@ -168,7 +168,7 @@ class Timed:
     def __init__(self, now: list[float], draft_s: float, size: int):
         self.now, self.draft_s, self.size, self.calls = now, draft_s, size, 0
 
-    def observe(self, tokens: torch.Tensor, features: torch.Tensor) -> None:
+    def observe(self, tokens: torch.Tensor, features: torch.Tensor, partial: bool = False) -> None:
         pass
 
     def reset(self) -> None:
@@ -249,8 +249,8 @@ class Costly:
     def truncate(self, committed: int) -> None:
         self.inner.truncate(committed)
 
-    def observe(self, tokens, features) -> None:
-        self.inner.observe(tokens, features)
+    def observe(self, tokens, features, partial=False) -> None:
+        self.inner.observe(tokens, features, partial)
 
     def propose(self, draft_input, budget=None):
         self.clock.now += self.extra

@@ -139,3 +139,44 @@ def test_a_branched_sequence_adopts_a_copy_of_the_draft_models_cache():
     follow = prompt[:8] + [30, 31]
     got = engine.generate(follow, stop=StopRule(max_new_tokens=16), state=spare).run()
     assert got.tokens == ar_tokens("qwen2", follow, 16).tokens and got.stats.reused_tokens == 8
+
+
+class CancelAfter:
+    """An event that reads as set from its `checks`+1-th check on."""
+
+    def __init__(self, checks: int):
+        self.checks = checks
+
+    def is_set(self) -> bool:
+        self.checks -= 1
+        return self.checks < 0
+
+
+LONG_PROMPT = [(7 * i + 3) % (VOCAB - 1) for i in range(70)]
+
+
+def test_a_chunked_prefill_feeds_the_draft_model_chunk_by_chunk_and_a_cancel_leaves_it_with_the_target():
+    engine = SpeculativeEngine(target(), drafter_factory("other", "qwen2", True, width=3, depth=4),
+                               TreeBudget(top_k=3, depth=4, total_tokens=12))
+    state = engine.new_state()
+    stats = engine.prefill(LONG_PROMPT, state, cancel=CancelAfter(4), chunk_tokens=16)  # 2 checks a chunk
+    assert not stats.complete and state.tokens == LONG_PROMPT[:32]
+    assert state.drafter.head_drafter.length == 32  # taken in with the target's chunks, not after the whole prompt
+    engine.prefill(LONG_PROMPT, state, chunk_tokens=16)
+    assert state.drafter.head_drafter.length == len(LONG_PROMPT)
+    no_stop = StopRule(max_new_tokens=30, stop_token_ids=(-1,))
+    got = engine.generate(LONG_PROMPT, stop=no_stop, state=state).run()
+    assert got.tokens == SpeculativeEngine(target(), NoDrafter).generate(LONG_PROMPT, stop=no_stop).run().tokens
+
+
+def test_the_draft_models_cache_counts_in_the_sequences_bytes():
+    engine = SpeculativeEngine(target(), drafter_factory("other", "qwen2", True, width=3, depth=4))
+    state = engine.new_state()
+    engine.prefill(LONG_PROMPT, state, chunk_tokens=32)
+    config = draft_model("other").config
+    per_token = config.num_hidden_layers * 2 * config.num_key_value_heads * \
+        (config.hidden_size // config.num_attention_heads) * 4  # keys and values, float32
+    plain = SpeculativeEngine(target(), NoDrafter).new_state()
+    SpeculativeEngine(target(), NoDrafter).prefill(LONG_PROMPT, plain)
+    assert state.drafter.state_bytes() == per_token * len(LONG_PROMPT)
+    assert state.kv_bytes() == plain.kv_bytes() + per_token * len(LONG_PROMPT)
