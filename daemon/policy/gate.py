@@ -185,10 +185,12 @@ class GatedDrafter:
         self._finish(now, committed)
         sure = self.sure_to_pay is not None and self.sure_to_pay(draft_input)
         arm = 0 if sure else self.gate.choose()
-        if arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
+        if sure:  # not measured, so no catch-up: the arm takes in what it drafts from (a draft model beside a
+            self._last_arm = None  # copied match drafts nothing and would read the unseen tokens for nothing)
+        elif arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
             self.arms[arm].observe(draft_input.tokens[:-1], draft_input.features)
             now = self.clock()
-        self._last_arm = arm
+            self._last_arm = arm
         tree = self.arms[arm].propose(draft_input, budget)
         draft_ms = (self.clock() - now) * 1000.0 if self.plain_share is not None else 0.0
         self._pending = _Step(arm, committed, now, draft_ms, tree.size, measured=not sure)

@@ -42,10 +42,13 @@ class ServiceConfig:
     # CPU, and the default model scored the missing lines no worse (BENCHMARKS.md, "The suffix budget: 64 tokens").
     suffix_tokens: int = 64
     # prompt tokens a prefill (a file just opened) computes between checks for a completion request, which waits at
-    # most one such chunk (~0.35 s at 128 on a 2-core CPU; smaller chunks cost more forwards)
+    # most one such chunk (~0.35 s at 128 on a 2-core CPU; smaller chunks cost more forwards); a draft model takes each
+    # chunk in after the target
     prefill_chunk_tokens: int = 128
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
-    cache_limit_mb: int = 1024  # model state kept across requests, all documents together (LRU)
+    # model state kept across requests, all documents together (LRU): the target's KV cache and features, and a
+    # draft model's KV cache
+    cache_limit_mb: int = 1024
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)
     # offer the rest of a document's recent completion to the drafter while the user types it (never changes the output)

@@ -157,9 +157,27 @@ def test_a_step_sure_to_pay_is_drafted_by_the_richest_arm_and_not_measured():
         now[0] += 0.1
     assert (rich.calls, plain.calls) == (2, 0)
     assert [(arm.steps, arm.idle) for arm in gate.arms] == before  # the gate neither chose nor measured
+    assert rich.observed == []  # no catch-up for an unmeasured step: the arm reads what it drafts from
     sure[0] = False
     drafter.propose(step_input(30))
     assert plain.calls == 1 and gate.arms[0].steps == before[0][0]
+
+
+def test_after_steps_sure_to_pay_the_next_measured_step_of_their_arm_catches_up_off_its_clock():
+    """A sure step leaves its arm as far as it drafted (a draft model beside a copied match: not at all), so the
+    next measured step of that arm first catches up, and the catch-up is charged to no step."""
+    now = [0.0]
+    rich, plain = Recording(now, catch_up_s=3.0), Recording(now)
+    sure = [False]
+    drafter = GatedDrafter([rich, plain], DraftGate(2), clock=lambda: now[0], sure_to_pay=lambda draft_input: sure[0])
+    # rich (measured), plain (measured once: it outputs less), rich, two sure steps, rich again, plain (a probe)
+    for committed, sure[0] in ((10, False), (14, False), (16, False), (20, True), (30, True), (40, False), (44, False)):
+        drafter.propose(step_input(committed))
+        now[0] += 0.1
+    assert (rich.calls, plain.calls) == (5, 2)
+    assert rich.observed == [10, 16, 40]  # no catch-up on the sure steps; one after them
+    arm = drafter.gate.arms[0]  # its three measured steps, 100 ms each: the 3 s catch-ups are in none
+    assert arm.steps == 3 and arm.ms == pytest.approx(100.0)
 
 
 class Timed:

@@ -1,0 +1,64 @@
+"""How long a completion request waits when it arrives while a file just opened is being prefilled (1.5B target,
+the 0.5B drafting): the engine's chunked prefill, cancelled from another thread at points spread over it.
+
+Run from the repository root with the 1.5B's packages importable:
+`python benchmarks/zen4/draft_model/prefill_interrupt.py` (prefill_interrupt.log). Before 2026-12-04 the draft model
+took the whole prompt in one forward after the target's last chunk; that forward is timed here too ("one forward")."""
+import statistics
+import threading
+import time
+
+import torch
+
+from daemon.bench.typing import DATA
+from daemon.context.fim import FimBudget, build_fim_prompt
+from daemon.runtime import load_runtime
+
+CHUNK = 128  # the daemon's prefill_chunk_tokens for a file just opened
+rt = load_runtime("qwen2.5-coder-1.5b", progress=False)
+engine = rt.engine("spec")
+text = (DATA / "csv_report.py").read_text()
+prompt = build_fim_prompt(rt.target.tokenizer, rt.target.fim_tokens, text, "", "csv_report.py",
+                          FimBudget(suffix_tokens=64)).token_ids
+print(f"prompt {len(prompt)} tokens, chunks of {CHUNK}", flush=True)
+
+
+def prefill(cancel_after_s=None):
+    """(seconds the whole prefill or up to the cancel took, seconds from the cancel to its return)."""
+    state, cancel = engine.new_state(), threading.Event()
+    timer = threading.Timer(cancel_after_s, cancel.set) if cancel_after_s is not None else None
+    start = time.perf_counter()
+    if timer:
+        timer.start()
+    stats = engine.prefill(prompt, state, cancel, chunk_tokens=CHUNK)
+    end = time.perf_counter()
+    waited = end - start - cancel_after_s if cancel_after_s is not None else 0.0
+    return end - start, waited, stats
+
+
+prefill()  # warm-up
+whole, _, stats = prefill()
+print(f"whole prefill {whole:.2f} s (complete {stats.complete})", flush=True)
+tokens = torch.tensor(prompt)
+model_drafter = rt.draft_model
+from daemon.speculative.model_drafter import ModelDrafter  # noqa: E402
+
+for label, pieces in (("one forward", [len(prompt)]), ("in chunks", list(range(CHUNK, len(prompt), CHUNK)) + [len(prompt)])):
+    drafter = ModelDrafter(model_drafter)
+    times = []
+    for end in pieces:
+        t = time.perf_counter()
+        drafter.observe(tokens[:end], torch.empty(end, 0), partial=end < len(prompt))
+        times.append(time.perf_counter() - t)
+    print(f"draft model takes the prompt in {label}: {sum(times):.2f} s, longest piece {max(times):.2f} s", flush=True)
+
+waits = []
+for fraction in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+    took, waited, stats = prefill(fraction * whole)
+    if stats.complete:
+        print(f"cancel at {fraction:.2f} of it: it ended first", flush=True)
+        continue
+    waits.append(waited)
+    print(f"cancel at {fraction:.2f} of it: returned {waited * 1000:.0f} ms later, {stats.prefilled_tokens} tokens "
+          f"committed", flush=True)
+print(f"wait after a cancel: median {statistics.median(waits) * 1000:.0f} ms, max {max(waits) * 1000:.0f} ms")
