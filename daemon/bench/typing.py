@@ -33,6 +33,8 @@ class Keystroke:
     reused_tokens: int
     prompt_tokens: int
     server_first_token_ms: float  # the daemon's own count: request dequeued -> first token (no transport)
+    tokens: int = 0  # the completion's tokens
+    tau: float = 0.0  # tokens per target forward (the daemon's count)
 
 
 def replay(client, text: str, line: int, keystrokes: int, max_tokens: int, cache: bool, progress=None) -> list[Keystroke]:
@@ -120,7 +122,8 @@ def _timed(client, request, cache: bool) -> Keystroke:
             final = chunk
     done = time.perf_counter()
     return Keystroke(cache, (first - sent) * 1000, (done - sent) * 1000, final.stats.reused_prefix_tokens,
-                     final.stats.prompt_tokens, final.stats.time_to_first_token_ms)
+                     final.stats.prompt_tokens, final.stats.time_to_first_token_ms, final.stats.tokens,
+                     final.stats.tau)
 
 
 def summarize(results: list[Keystroke]) -> dict:
@@ -135,4 +138,6 @@ def summarize(results: list[Keystroke]) -> dict:
         "server_first_token_ms_p50": round(statistics.median(r.server_first_token_ms for r in results), 1),
         "prompt_tokens": round(statistics.mean(r.prompt_tokens for r in results), 1),
         "reused_tokens": round(statistics.mean(r.reused_tokens for r in results), 1),
+        "completion_tokens": round(statistics.mean(r.tokens for r in results), 1),
+        "tau": round(statistics.mean(r.tau for r in results), 2),
     }

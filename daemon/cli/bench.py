@@ -258,12 +258,12 @@ def write_report(report: dict, args) -> bool:
 
 def print_latency_rows(label: str, runs: dict) -> None:
     print(f"{label:<14}{'TTFT p50':>10}{'p95':>9}{'p99':>9}{'total p50':>11}{'p95':>9}{'p99':>9}"
-          f"{'prompt tok':>12}{'reused':>9}{'server TTFT p50':>17}")
+          f"{'prompt tok':>12}{'reused':>9}{'server TTFT p50':>17}{'tokens':>8}{'tau':>6}")
     for setting, data in runs.items():
         f, t = data["first_token_ms"], data["total_ms"]
         print(f"{setting:<14}{f['p50']:>10.1f}{f['p95']:>9.1f}{f['p99']:>9.1f}{t['p50']:>11.1f}"
               f"{t['p95']:>9.1f}{t['p99']:>9.1f}{data['prompt_tokens']:>12.0f}{data['reused_tokens']:>9.0f}"
-              f"{data['server_first_token_ms_p50']:>17.1f}")
+              f"{data['server_first_token_ms_p50']:>17.1f}{data['completion_tokens']:>8.1f}{data['tau']:>6.2f}")
 
 
 def run_syntax(args) -> int:

@@ -198,6 +198,8 @@ def test_typing_replay_reuses_the_prefix(daemon):
     on = summarize(replay(daemon.client, text, 200, 3, 4, cache=True))
     off = summarize(replay(daemon.client, text, 200, 3, 4, cache=False))
     assert on["reused_tokens"] > 0.5 * on["prompt_tokens"] and off["reused_tokens"] == 0
+    for run in (on, off):  # what the completions were: mean tokens, and tokens per target forward
+        assert 0 < run["completion_tokens"] <= 4 and run["tau"] >= 1.0
 
 
 def test_a_prefill_prepares_the_prompt_the_first_completion_reuses(daemon):
