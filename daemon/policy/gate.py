@@ -25,9 +25,11 @@ A step known to pay (`sure_to_pay`: a long lookup match, a copy in progress) is 
 whatever the gate measured, and is neither a probe nor measured: the gate weighs only the steps where
 drafting may not pay (a probe of plain decoding in the middle of a copy cost up to ten tokens).
 
-A step is charged only for its own work. An arm that did not draft the sequence's last step may be behind
-(the head has not seen the prompt, or the tokens other arms committed); it catches up before its step's clock
-starts. Charged to the step, that one-off cost made the head's arm look worst exactly when it was probed.
+A step is charged only for its own work. An arm that did not draft the sequence's last measured step may be
+behind (the head has not seen the prompt, or the tokens other arms committed); it catches up before its step's
+clock starts. Charged to the step, that one-off cost made the head's arm look worst exactly when it was probed.
+A step sure to pay is not measured, so its arm does not catch up first: it takes in what it drafts from, and a
+draft model beside a copied match, which drafts nothing, reads nothing (BENCHMARKS.md, "The daemon with the 1.5B").
 
 Plain decoding need not be probed at all (`plain_share`): its step outputs exactly one token, and its time is
 that of a one-token forward, which every drafted step tells: the step's time less its drafting, scaled by what
@@ -156,7 +158,7 @@ class GatedDrafter:
         # last arm must be plain decoding, and every drafted step estimates it (module docstring)
         self.plain_share = plain_share
         self._pending: _Step | None = None  # the step in flight
-        self._last_arm: int | None = None  # the arm that drafted this sequence's last step
+        self._last_arm: int | None = None  # the arm caught up for this sequence's last measured step (None: none)
 
     def reset(self) -> None:
         self._pending, self._last_arm = None, None
