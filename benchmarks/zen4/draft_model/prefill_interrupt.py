@@ -2,9 +2,11 @@
 the 0.5B drafting): the engine's chunked prefill, cancelled from another thread at points spread over it.
 
 Run from the repository root with the 1.5B's packages importable:
-`python benchmarks/zen4/draft_model/prefill_interrupt.py` (prefill_interrupt.log). Before 2026-12-04 the draft model
+`python benchmarks/zen4/draft_model/prefill_interrupt.py [CHUNK]` (prefill_interrupt.log; with 64:
+prefill_interrupt_64.log). Before 2026-12-04 the draft model
 took the whole prompt in one forward after the target's last chunk; that forward is timed here too ("one forward")."""
 import statistics
+import sys
 import threading
 import time
 
@@ -14,7 +16,7 @@ from daemon.bench.typing import DATA
 from daemon.context.fim import FimBudget, build_fim_prompt
 from daemon.runtime import load_runtime
 
-CHUNK = 128  # the daemon's prefill_chunk_tokens for a file just opened
+CHUNK = int(sys.argv[1]) if len(sys.argv) > 1 else 128  # the daemon's prefill_chunk_tokens (default 128)
 rt = load_runtime("qwen2.5-coder-1.5b", progress=False)
 engine = rt.engine("spec")
 text = (DATA / "csv_report.py").read_text()
