@@ -45,7 +45,8 @@ tokens = torch.tensor(prompt)
 model_drafter = rt.draft_model
 from daemon.speculative.model_drafter import ModelDrafter  # noqa: E402
 
-for label, pieces in (("one forward", [len(prompt)]), ("in chunks", list(range(CHUNK, len(prompt), CHUNK)) + [len(prompt)])):
+chunk_ends = list(range(CHUNK, len(prompt), CHUNK)) + [len(prompt)]
+for label, pieces in (("one forward", [len(prompt)]), ("in chunks", chunk_ends)):
     drafter = ModelDrafter(model_drafter)
     times = []
     for end in pieces:
