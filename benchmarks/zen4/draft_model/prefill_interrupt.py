@@ -15,6 +15,7 @@ import torch
 from daemon.bench.typing import DATA
 from daemon.context.fim import FimBudget, build_fim_prompt
 from daemon.runtime import load_runtime
+from daemon.speculative.model_drafter import ModelDrafter
 
 CHUNK = int(sys.argv[1]) if len(sys.argv) > 1 else 128  # the daemon's prefill_chunk_tokens (default 128)
 rt = load_runtime("qwen2.5-coder-1.5b", progress=False)
@@ -26,7 +27,7 @@ print(f"prompt {len(prompt)} tokens, chunks of {CHUNK}", flush=True)
 
 
 def prefill(cancel_after_s=None):
-    """(seconds the whole prefill or up to the cancel took, seconds from the cancel to its return)."""
+    """(seconds it took, seconds from the cancel to its return, its PrefillStats)."""
     state, cancel = engine.new_state(), threading.Event()
     timer = threading.Timer(cancel_after_s, cancel.set) if cancel_after_s is not None else None
     start = time.perf_counter()
@@ -43,7 +44,6 @@ whole, _, stats = prefill()
 print(f"whole prefill {whole:.2f} s (complete {stats.complete})", flush=True)
 tokens = torch.tensor(prompt)
 model_drafter = rt.draft_model
-from daemon.speculative.model_drafter import ModelDrafter  # noqa: E402
 
 chunk_ends = list(range(CHUNK, len(prompt), CHUNK)) + [len(prompt)]
 for label, pieces in (("one forward", [len(prompt)]), ("in chunks", chunk_ends)):
