@@ -187,8 +187,8 @@ class GatedDrafter:
         self._finish(now, committed)
         sure = self.sure_to_pay is not None and self.sure_to_pay(draft_input)
         arm = 0 if sure else self.gate.choose()
-        if sure:  # not measured, so no catch-up: the arm takes in what it drafts from (a draft model beside a
-            self._last_arm = None  # copied match drafts nothing and would read the unseen tokens for nothing)
+        if sure:  # not measured, so no catch-up (module docstring): the next measured step of the arm does it
+            self._last_arm = None
         elif arm != self._last_arm:  # catch up on what was committed without this arm, off the step's clock
             self.arms[arm].observe(draft_input.tokens[:-1], draft_input.features)
             now = self.clock()
