@@ -30,8 +30,34 @@ def save_shard(path: Path, sequences: list[DistilledSequence]) -> int:
     return path.stat().st_size
 
 
+_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "I32": torch.int32,
+           "I64": torch.int64, "U8": torch.uint8}
+
+
+def mapped_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors backed by the file itself (mapped privately: pages are read as they are
+    touched and can be dropped again), so a cache larger than the memory can be trained on. Falls back to
+    reading the file when a tensor is not aligned to its element size."""
+    with open(path, "rb") as handle:
+        header_size = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(header_size))
+    header.pop("__metadata__", None)
+    size = Path(path).stat().st_size
+    storage = torch.UntypedStorage.from_file(str(path), shared=False, nbytes=size)
+    tensors = {}
+    for name, entry in header.items():
+        dtype = _DTYPES[entry["dtype"]]
+        begin = 8 + header_size + entry["data_offsets"][0]
+        width = torch.empty(0, dtype=dtype).element_size()
+        if begin % width:
+            return load_file(str(path))
+        tensors[name] = torch.empty(0, dtype=dtype).set_(storage, begin // width, tuple(entry["shape"]))
+    return tensors
+
+
 def load_shard(path: Path) -> list[DistilledSequence]:
-    data = load_file(str(path))
+    """The shard's sequences, their tensors views of the mapped file (see `mapped_tensors`)."""
+    data = mapped_tensors(path)
     sequences, start = [], 0
     inputs = data.get("inputs")
     for length, prompt_length in zip(data["lengths"].tolist(), data["prompt_lengths"].tolist()):
@@ -67,18 +93,17 @@ class ShardCache:
     def full(self) -> bool:
         return self.size() >= self.limit_bytes
 
-    def add(self, sequences: list[DistilledSequence]) -> bool:
-        """Store a shard unless the cache is full; returns whether it was stored."""
+    def add(self, sequences: list[DistilledSequence]) -> list[DistilledSequence] | None:
+        """Store a shard unless the cache is full; returns the stored sequences as read back from the file
+        (mapped, so the caller can drop its copies in memory), or None when the cache was full."""
         if not sequences or self.full():
-            return False
-        save_shard(self.folder / f"shard-{len(self.shards()):05d}.safetensors", sequences)
-        return True
+            return None
+        path = self.folder / f"shard-{len(self.shards()):05d}.safetensors"
+        save_shard(path, sequences)
+        return load_shard(path)
 
     def load(self) -> list[DistilledSequence]:
         return [seq for path in self.shards() for seq in load_shard(path)]
-
-    def sequences_stored(self) -> int:
-        return sum(len(load_file(str(p))["lengths"]) for p in self.shards())
 
 
 @dataclass

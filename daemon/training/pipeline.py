@@ -46,19 +46,19 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
         bar.update(1)
         bar.set_postfix(gen_tok_s=f"{new_tokens / max(1e-6, time.monotonic() - started):.1f}")
         if len(pending) >= 256:
-            if cache and not cache.add(pending):
+            stored = cache.add(pending) if cache else None
+            if cache and stored is None:
                 tqdm.write(f"{cache.folder}: size limit reached; keeping the rest in memory")
                 cache = None
-            done += pending
+            done += stored or pending  # stored: the file's mapped copies, so memory does not grow with the cache
             pending = []
         at_batch_end = generated % config.gen_batch == 0
         if limited and at_batch_end and time.monotonic() - started > config.data_time_limit_s:
             tqdm.write(f"data time limit reached after {len(done) + len(pending)} sequences")
             break
-    if pending and cache:
-        cache.add(pending)
+    stored = cache.add(pending) if pending and cache else None
     bar.close()
-    return done + pending
+    return done + (stored or pending)
 
 
 def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,

@@ -11,7 +11,8 @@ from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from nestling.daemon.training.distill import generate_with_features
-from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch
+from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch, mapped_tensors, save_shard
+from nestling.daemon.training.distill import DistilledSequence
 from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.models.eagle_head import head_from_target
 from nestling.daemon.training.pipeline import prepare_data, run_training
@@ -96,10 +97,42 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
     shard = sorted((tmp_path / "cache" / "train").glob("shard-*.safetensors"))[0]
     loaded = load_shard(shard)
     assert torch.equal(loaded[0].tokens, train[0].tokens)
+    # what the run keeps is the file's mapped copy, not the distilled tensors: memory does not grow with the cache
+    assert train[0].features.untyped_storage().nbytes() == shard.stat().st_size
     again, _, _ = prepare_data(target, config, progress=False)  # resumes from the cache
     assert [s.tokens.tolist() for s in again] == [s.tokens.tolist() for s in train]
     with pytest.raises(ValueError, match="other settings"):
         ShardCache(tmp_path / "cache" / "train", 10**9, {"different": True})
+
+
+def test_a_shard_reads_back_exactly_as_views_of_its_mapped_file(tmp_path):
+    generator = torch.Generator().manual_seed(3)
+    sequences = [DistilledSequence(torch.randint(0, 1000, (n,), generator=generator, dtype=torch.int32),
+                                   torch.randn(n, 8, generator=generator).to(torch.bfloat16), n // 2,
+                                   torch.randn(n, 24, generator=generator).to(torch.bfloat16))
+                 for n in (5, 17, 9)]
+    path = tmp_path / "shard-00000.safetensors"
+    save_shard(path, sequences)
+    loaded = load_shard(path)
+    assert [s.prompt_length for s in loaded] == [2, 8, 4]
+    for saved, read in zip(sequences, loaded):
+        for name in ("tokens", "features", "inputs"):
+            assert getattr(read, name).dtype == getattr(saved, name).dtype
+            assert torch.equal(getattr(read, name), getattr(saved, name))
+        # one storage, the whole file: views of the mapping, not copies read into memory
+        assert read.features.untyped_storage().data_ptr() == loaded[0].tokens.untyped_storage().data_ptr()
+        assert read.inputs.untyped_storage().nbytes() == path.stat().st_size
+
+
+def test_a_tensor_off_its_alignment_is_read_into_memory(tmp_path):
+    header = json.dumps({"flag": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                         "values": {"dtype": "BF16", "shape": [2], "data_offsets": [1, 5]}}).encode()
+    header += b" " * (-len(header) % 8)
+    values = torch.tensor([1.5, -2.0], dtype=torch.bfloat16)
+    path = tmp_path / "odd.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes([7]) + values.view(torch.uint8).numpy().tobytes())
+    tensors = mapped_tensors(path)
+    assert torch.equal(tensors["values"], values) and tensors["flag"].tolist() == [7]
 
 
 def test_a_resumed_run_with_more_samples_distils_each_prompt_once(tmp_path, target, corpus):
