@@ -21,6 +21,7 @@ from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
+from ..speculative.prefill_pace import PrefillPace
 from .config import ServiceConfig
 from .postprocess import block_end, cursor_context, finalize, line_mode
 from .sessions import PastCompletion, SessionStore
@@ -85,6 +86,8 @@ class PrefillRequest:
 # prompt tokens a prefill ahead computes between checks for a request: a keystroke that did not type the guess waits at
 # most this chunk (~0.1 s on a 2-core CPU) instead of a file-open prefill's
 AHEAD_CHUNK_TOKENS = 32
+# a file-open prefill's first chunk before the service has timed one (then sized by prefill_chunk_ms)
+FIRST_PREFILL_CHUNK_TOKENS = 64
 
 
 @dataclass
@@ -131,6 +134,11 @@ class CompletionService:
         self.sessions = SessionStore(config.cache_limit_mb * 1024 * 1024)
         self.budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
         self._engines: dict[str, object] = {}
+        # file-open prefills: chunks sized in time by the device's cost curve (or fixed by prefill_chunk_tokens);
+        # timed across requests
+        self.prefill_pace = PrefillPace(chunk_ms=None if config.prefill_chunk_tokens else config.prefill_chunk_ms,
+                                        first_tokens=config.prefill_chunk_tokens or FIRST_PREFILL_CHUNK_TOKENS,
+                                        cost=lambda tokens: runtime.profile.verify_cost(tokens))
 
     # ---- validation: cheap, on the event loop, before the request is queued --------------------------
 
@@ -238,8 +246,8 @@ class CompletionService:
         engine, state = self._engine_and_state(session, self.config.mode)
         if request.ahead > 1:  # the second guess goes to the spare state, from the closer of the two
             state = self._spare_for(session, engine, state, prompt.token_ids)
-        chunk = min(AHEAD_CHUNK_TOKENS, self.config.prefill_chunk_tokens) if request.ahead \
-            else self.config.prefill_chunk_tokens
+        chunk = min(AHEAD_CHUNK_TOKENS, self.config.prefill_chunk_tokens or AHEAD_CHUNK_TOKENS) if request.ahead \
+            else self.prefill_pace
         stats = engine.prefill(prompt.token_ids, state, cancel, chunk_tokens=chunk)
         if request.ahead and (stats.complete or stats.prefilled_tokens):  # it left the guess's prompt (partly) ready
             if request.ahead == 1:

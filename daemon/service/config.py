@@ -41,10 +41,11 @@ class ServiceConfig:
     # every keystroke re-runs it. 64 tokens (~5 lines) cut time to first token to 340 from 593 ms at 128 on a 2-core
     # CPU, and the default model scored the missing lines no worse (BENCHMARKS.md, "The suffix budget: 64 tokens").
     suffix_tokens: int = 64
-    # prompt tokens a prefill (a file just opened) computes between checks for a completion request, which waits at
-    # most one such chunk (~0.35 s at 128 on a 2-core CPU; smaller chunks cost more forwards); a draft model takes each
-    # chunk in after the target
-    prefill_chunk_tokens: int = 128
+    # what one chunk of a prefill (a file just opened) should take: a completion request that arrives meanwhile waits
+    # for about one chunk. Each chunk is sized from the time per token of the ones before it on this device, a draft
+    # model's part included: ~128 tokens for the default model on a 2-core CPU (shorter chunks cost more forwards)
+    prefill_chunk_ms: int = 350
+    prefill_chunk_tokens: int = 0  # a fixed chunk length in tokens instead (0: sized by prefill_chunk_ms)
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     # model state kept across requests, all documents together (LRU): the target's KV cache and features, and a
     # draft model's KV cache
@@ -97,7 +98,8 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
 
 def _validate(config: ServiceConfig) -> None:
     for name, least in (("max_tokens", 0), ("max_tokens_limit", 0), ("prefix_tokens", 0), ("suffix_tokens", 0),
-                        ("max_document_chars", 0), ("cache_limit_mb", 0), ("prefill_chunk_tokens", 1)):
+                        ("max_document_chars", 0), ("cache_limit_mb", 0), ("prefill_chunk_tokens", 0),
+                        ("prefill_chunk_ms", 1)):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
             kind = "a positive" if least else "a non-negative"

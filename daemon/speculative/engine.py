@@ -19,6 +19,7 @@ from ..models.target import TargetModel
 from .accept import Acceptance, Sampling, accept_greedy, accept_sampling, target_probs
 from .drafter import Drafter, DraftInput, NoDrafter, TreeBudget
 from .masks import causal_mask
+from .prefill_pace import PrefillPace
 from .sequence import SequenceState
 from .stats import Clock, GenerationStats
 from .verify import verify_tree
@@ -69,21 +70,26 @@ class SpeculativeEngine:
         return self.budget(state) if callable(self.budget) else self.budget
 
     def prefill(self, prompt: list[int], state: SequenceState, cancel: threading.Event | None = None,
-                chunk_tokens: int = 128) -> PrefillStats:
-        """Commit `prompt` to `state` (reusing its common prefix), `chunk_tokens` at a time, the drafter taking
-        each chunk in after the target (Drafter.observe, `partial`) and the whole at the end. Between chunks,
-        and between the target's and the drafter's part of one, a set `cancel` stops it; what was done stays."""
-        if chunk_tokens < 1:
+                chunk_tokens: int | PrefillPace = 128) -> PrefillStats:
+        """Commit `prompt` to `state` (reusing its common prefix) in chunks of `chunk_tokens`, or as long as a
+        PrefillPace sizes each (it is told how long each took), the drafter taking each chunk in after the target
+        (Drafter.observe, `partial`) and the whole at the end. Between chunks, and between the target's and the
+        drafter's part of one, a set `cancel` stops it; what was done stays."""
+        pace = chunk_tokens if isinstance(chunk_tokens, PrefillPace) else None
+        if pace is None and chunk_tokens < 1:
             raise ValueError("chunk_tokens must be at least 1")
         clock = Clock(self.target.device)
         reuse = state.common_prefix(prompt)
         state.rewind(reuse)
         stats = PrefillStats(prompt_tokens=len(prompt), reused_tokens=reuse)
         while len(state.tokens) < len(prompt) and not _is_set(cancel):
-            start = len(state.tokens)
-            extend(self.target, state, prompt[start : start + chunk_tokens], logits_for=slice(0, 0))
+            start, began = len(state.tokens), clock.now()
+            chunk = prompt[start : start + (pace.next_tokens() if pace else chunk_tokens)]
+            extend(self.target, state, chunk, logits_for=slice(0, 0))
             if not _is_set(cancel):
                 self._observe(state, partial=True)
+                if pace:
+                    pace.timed(len(chunk), clock.now() - began)
         stats.prefilled_tokens = len(state.tokens) - reuse
         stats.complete = len(state.tokens) == len(prompt)
         if stats.complete and not _is_set(cancel):

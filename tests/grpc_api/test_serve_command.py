@@ -72,9 +72,12 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text('packed_weights = "yes"\n')
     result = nestling("config", env=env)
     assert result.returncode == 2 and "setting packed_weights must be true or false" in result.stderr
-    (tmp_path / "none.toml").write_text("prefill_chunk_tokens = 0\n")
+    (tmp_path / "none.toml").write_text("prefill_chunk_ms = 0\n")
     result = nestling("config", env=env)
-    assert result.returncode == 2 and "setting prefill_chunk_tokens must be a positive integer" in result.stderr
+    assert result.returncode == 2 and "setting prefill_chunk_ms must be a positive integer" in result.stderr
+    (tmp_path / "none.toml").write_text("prefill_chunk_tokens = -1\n")
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and "setting prefill_chunk_tokens must be a non-negative integer" in result.stderr
     (tmp_path / "none.toml").write_text("max_tokens = true\n")
     result = nestling("config", env=env)
     assert result.returncode == 2 and "setting max_tokens must be a non-negative integer, not True" in result.stderr

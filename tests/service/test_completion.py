@@ -9,7 +9,7 @@ from nestling.daemon.models.target import load_target
 from nestling.daemon.policy.cost_model import CostProfile
 from nestling.daemon.runtime import Runtime
 from nestling.daemon.service.completion import (CompletionItem, CompletionRequest, CompletionResult, CompletionService,
-                                                predicted_keystroke)
+                                                PrefillRequest, predicted_keystroke)
 from nestling.daemon.service.config import ServiceConfig
 from nestling.daemon.speculative.drafter import TreeBudget
 from tiny import informed_head, save_tiny_model_folder
@@ -111,6 +111,19 @@ def test_the_spare_state_is_swapped_in_only_when_it_shares_more(runtime):
     accepted = service.complete(replace(request, text=accepting.text, cursor=accepting.cursor))
     assert accepted.stats.prepared_ahead and session.states["spec"] is spare and session.spare_states["spec"] is kept
     assert session.kv_bytes() == kept.kv_bytes() + spare.kv_bytes()
+
+
+def test_a_file_open_prefill_is_paced_in_time_unless_a_chunk_length_is_set(runtime):
+    long_document = DOCUMENT * 12
+    paced = CompletionService(runtime, ServiceConfig(max_tokens=24))
+    assert paced.prefill_pace.chunk_ms == 350 and paced.prefill_pace.next_tokens() == 64
+    result = paced.prefill(PrefillRequest(uri=URI, text=long_document, cursor=len(long_document)))
+    assert result.complete and result.prefilled_tokens > 64
+    assert paced.prefill_pace.scale > 0  # its chunks were timed: the next one is sized from them
+    fixed = CompletionService(runtime, ServiceConfig(max_tokens=24, prefill_chunk_tokens=48))
+    assert fixed.prefill_pace.chunk_ms is None
+    assert fixed.prefill(PrefillRequest(uri=URI, text=long_document, cursor=len(long_document))).complete
+    assert fixed.prefill_pace.next_tokens() == 48
 
 
 def test_no_prefill_ahead_without_a_completion_or_for_plain_requests(runtime):

@@ -8,6 +8,7 @@ from nestling.daemon.models.kv_cache import new_cache
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
+from nestling.daemon.speculative.prefill_pace import PrefillPace
 from tiny import informed_head, tiny_target
 
 
@@ -159,6 +160,40 @@ def test_a_cancelled_prefill_keeps_its_chunks_and_the_output_is_unchanged(target
     after = spec.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,)), state=state).run()
     fresh = spec.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run()
     assert after.tokens == fresh.tokens
+
+
+class RecordedPace(PrefillPace):
+    """A pace that keeps what it was told: the chunks' lengths."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.chunks: list[int] = []
+
+    def timed(self, tokens: int, ms: float) -> None:
+        self.chunks.append(tokens)
+        super().timed(tokens, ms)
+
+
+@pytest.mark.parametrize("chunk_ms, sized", [(1e9, 40), (1e-9, 4)])
+def test_a_paced_prefill_sizes_each_chunk_from_the_timed_ones_and_commits_the_same(target, spec, chunk_ms, sized):
+    pace = RecordedPace(chunk_ms=chunk_ms, first_tokens=8, least=4, most=40)
+    state = spec.new_state()
+    stats = spec.prefill(LONG_PROMPT, state, chunk_tokens=pace)
+    assert stats.complete and state.tokens == LONG_PROMPT
+    full, rest = divmod(len(LONG_PROMPT) - 8, sized)
+    assert pace.chunks == [8] + [sized] * full + ([rest] if rest else [])  # the first before any was timed
+    plain = spec.new_state()
+    spec.prefill(LONG_PROMPT, plain, chunk_tokens=len(LONG_PROMPT))
+    torch.testing.assert_close(state.features.view(), plain.features.view(), atol=1e-5, rtol=1e-5)
+    ar = SpeculativeEngine(target, NoDrafter)
+    after = spec.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,)), state=state).run()
+    assert after.tokens == ar.generate(LONG_PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(-1,))).run().tokens
+
+
+def test_a_cancelled_chunk_is_not_timed(spec):
+    pace = RecordedPace(chunk_ms=350.0, first_tokens=16)
+    spec.prefill(LONG_PROMPT, spec.new_state(), cancel=CancelAfter(3), chunk_tokens=pace)  # cancelled in chunk 2
+    assert pace.chunks == [16]
 
 
 def test_prefill_of_a_committed_prompt_computes_nothing(spec):

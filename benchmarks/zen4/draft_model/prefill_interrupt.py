@@ -1,10 +1,13 @@
 """How long a completion request waits when it arrives while a file just opened is being prefilled (1.5B target,
-the 0.5B drafting): the engine's chunked prefill, cancelled from another thread at points spread over it.
+the 0.5B drafting, unless MODEL is given): the engine's chunked prefill, cancelled from another thread at points
+spread over it.
 
 Run from the repository root with the 1.5B's packages importable:
-`python benchmarks/zen4/draft_model/prefill_interrupt.py [CHUNK]` (prefill_interrupt.log; with 64:
-prefill_interrupt_64.log). Before 2026-12-04 the draft model
-took the whole prompt in one forward after the target's last chunk; that forward is timed here too ("one forward")."""
+`python benchmarks/zen4/draft_model/prefill_interrupt.py [CHUNK] [MODEL]` (prefill_interrupt.log; with 64:
+prefill_interrupt_64.log). CHUNK is a chunk length in tokens (default 128) or `paced:MS`, chunks sized to take
+about MS each as the daemon sizes them (`prefill_chunk_ms`, from the cost profile; one pace for every prefill of
+the run, as in the daemon). Before 2026-12-04 the draft model took the whole prompt in one forward after the target's last chunk;
+that forward is timed here too ("one forward")."""
 import statistics
 import sys
 import threading
@@ -16,14 +19,18 @@ from daemon.bench.typing import DATA
 from daemon.context.fim import FimBudget, build_fim_prompt
 from daemon.runtime import load_runtime
 from daemon.speculative.model_drafter import ModelDrafter
+from daemon.speculative.prefill_pace import PrefillPace
 
-CHUNK = int(sys.argv[1]) if len(sys.argv) > 1 else 128  # the daemon's prefill_chunk_tokens (default 128)
-rt = load_runtime("qwen2.5-coder-1.5b", progress=False)
+ARG = sys.argv[1] if len(sys.argv) > 1 else "128"
+rt = load_runtime(sys.argv[2] if len(sys.argv) > 2 else "qwen2.5-coder-1.5b", progress=False)
+PACE = PrefillPace(chunk_ms=float(ARG.split(":")[1]), first_tokens=64, cost=rt.profile.verify_cost) \
+    if ARG.startswith("paced:") else None
+CHUNK = PACE or int(ARG)
 engine = rt.engine("spec")
 text = (DATA / "csv_report.py").read_text()
 prompt = build_fim_prompt(rt.target.tokenizer, rt.target.fim_tokens, text, "", "csv_report.py",
                           FimBudget(suffix_tokens=64)).token_ids
-print(f"prompt {len(prompt)} tokens, chunks of {CHUNK}", flush=True)
+print(f"{rt.target.name}: prompt {len(prompt)} tokens, chunks of {ARG}", flush=True)
 
 
 def prefill(cancel_after_s=None):
@@ -42,11 +49,14 @@ def prefill(cancel_after_s=None):
 prefill()  # warm-up
 whole, _, stats = prefill()
 print(f"whole prefill {whole:.2f} s (complete {stats.complete})", flush=True)
+if PACE:
+    print(f"paced: chunks took {PACE.scale:.2f}x the cost profile's forward, now {PACE.next_tokens()} tokens",
+          flush=True)
 tokens = torch.tensor(prompt)
 model_drafter = rt.draft_model
-
-chunk_ends = list(range(CHUNK, len(prompt), CHUNK)) + [len(prompt)]
-for label, pieces in (("one forward", [len(prompt)]), ("in chunks", chunk_ends)):
+step = PACE.next_tokens() if PACE else CHUNK
+chunk_ends = list(range(step, len(prompt), step)) + [len(prompt)]
+for label, pieces in (("one forward", [len(prompt)]), ("in chunks", chunk_ends)) if model_drafter else ():
     drafter = ModelDrafter(model_drafter)
     times = []
     for end in pieces:
