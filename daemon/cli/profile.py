@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 
@@ -50,7 +51,7 @@ def plot_curve(profile, path: Path) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..policy.cost_model import VERIFY_SIZES, measure, profile_path
+    from ..policy.cost_model import VERIFY_SIZES, measure, measured_busy, profile_path
     from ..runtime import load_runtime
 
     if args.context < 2 or args.repeats < 1:
@@ -61,6 +62,10 @@ def run(args) -> int:
                           repeats=args.repeats, progress=bar.update)
     path = profile_path(profile.key)
     profile.save(path)
+    if measured_busy(profile):
+        print(f"warning: other processes kept {profile.measured['busy_elsewhere']:.0%} of the CPU busy while measuring;"
+              " the curve may be far too steep (trees too small): measure again when the machine is idle",
+              file=sys.stderr)
     if args.plot:
         plot_curve(profile, args.plot)
     if args.json:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -25,6 +27,11 @@ from ..speculative.stats import Clock
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 METHOD = "interleaved-isotonic"  # how the curve is measured; part of the cache key, so a change re-measures
+# a profile measured while other processes took more than this share of our CPUs is used but not kept: with both
+# cores of a 2-core CPU busy elsewhere, a tiny model's 2-token forward measured 13x its 1-token one, and no tree paid
+BUSY_ELSEWHERE_LIMIT = 0.25
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -77,6 +84,42 @@ def profile_key(target, head) -> str:
 
         parts += ["draft model", head.name, "packed" if head.packed_weights else "unpacked", f"width {MODEL_WIDTH}"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass
+class CpuSnapshot:
+    wall_s: float  # a monotonic clock
+    cpus_busy_s: float | None  # CPU seconds all processes spent on our CPUs since boot (None: unknown here)
+    own_s: float  # CPU seconds this process spent
+    cpus: int  # the CPUs this process may run on
+
+
+def cpu_snapshot() -> CpuSnapshot:
+    """Where CPU time went so far (Linux's /proc/stat; elsewhere only this process's share is known)."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    busy = None
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/stat") as stat:
+            busy = 0.0
+            for line in stat:
+                name, *fields = line.split()
+                if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in allowed:
+                    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+                    busy += (user + nice + system + irq + softirq + steal) / ticks
+    except (OSError, ValueError):
+        busy = None
+    own = os.times()
+    return CpuSnapshot(time.monotonic(), busy, own.user + own.system, len(allowed))
+
+
+def busy_elsewhere(before: CpuSnapshot, after: CpuSnapshot) -> float | None:
+    """The share of our CPUs' time that other processes used between two snapshots (None: unknown)."""
+    wall = after.wall_s - before.wall_s
+    if before.cpus_busy_s is None or after.cpus_busy_s is None or wall <= 0:
+        return None
+    others = (after.cpus_busy_s - before.cpus_busy_s) - (after.own_s - before.own_s)
+    return min(1.0, max(0.0, others / (wall * after.cpus)))
 
 
 def profile_path(key: str) -> Path:
@@ -164,8 +207,10 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
     generator = torch.Generator().manual_seed(0)
     context = torch.randint(0, min(target.config.vocab_size, 30000), (1, context_tokens), generator=generator)
     context = context.to(target.device)
+    before = cpu_snapshot()
     medians = verify_medians(target, context, sizes, repeats, clock, progress)
     draft_ms = _draft_step_ms(target, head, context, top_k, repeats, clock) if head is not None else 0.0
+    elsewhere = busy_elsewhere(before, cpu_snapshot())
     return CostProfile(
         key=profile_key(target, head), context_tokens=context_tokens,
         verify_ms={size: round(ms, 3) for size, ms in zip(sizes, non_decreasing(medians))},
@@ -174,7 +219,8 @@ def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats
                   "model": target.name, "device": str(target.device), "dtype": str(target.dtype),
                   "packed_weights": getattr(target, "packed_weights", False),
                   "torch": torch.__version__, "transformers": transformers.__version__,
-                  "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S")},
+                  "threads": torch.get_num_threads(), "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "busy_elsewhere": None if elsewhere is None else round(elsewhere, 3)},
     )
 
 
@@ -188,5 +234,15 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt profile is simply measured again
     profile = measure(target, head, progress=progress)
-    profile.save(path)
+    if measured_busy(profile):
+        log.warning("other processes kept %.0f%% of the CPU busy while the verification cost was measured: the "
+                    "profile is used now but not kept (measured again at the next start; `nestling profile` "
+                    "measures it on demand)", 100 * profile.measured["busy_elsewhere"])
+    else:
+        profile.save(path)
     return profile
+
+
+def measured_busy(profile: CostProfile) -> bool:
+    """Whether other processes took more than BUSY_ELSEWHERE_LIMIT of the CPUs while it was measured."""
+    return (profile.measured.get("busy_elsewhere") or 0.0) > BUSY_ELSEWHERE_LIMIT

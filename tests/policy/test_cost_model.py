@@ -53,3 +53,48 @@ def test_a_draft_models_step_is_timed_at_the_depths_asked_for(monkeypatch):
     profile = cost_model.measure(tiny_target(), tiny_target("llama", seed=5), context_tokens=16, sizes=(1, 2),
                                  repeats=2)
     assert set(steps) == {1, 2} and profile.draft_step_ms >= 0.0
+
+
+def test_the_share_of_the_cpus_other_processes_used_between_two_snapshots():
+    from nestling.daemon.policy.cost_model import CpuSnapshot, busy_elsewhere
+
+    before = CpuSnapshot(wall_s=100.0, cpus_busy_s=500.0, own_s=10.0, cpus=2)
+    # 10 s on 2 CPUs: 20 CPU-seconds; all processes used 16, this one 6 of them: others 10, half the CPUs
+    assert busy_elsewhere(before, CpuSnapshot(110.0, 516.0, 16.0, 2)) == 0.5
+    assert busy_elsewhere(before, CpuSnapshot(110.0, 506.0, 16.0, 2)) == 0.0  # only this process
+    assert busy_elsewhere(before, CpuSnapshot(110.0, None, 16.0, 2)) is None  # not Linux: unknown
+    assert busy_elsewhere(before, CpuSnapshot(100.0, 516.0, 16.0, 2)) is None
+
+
+def test_a_snapshot_counts_this_processs_own_cpu_time():
+    from nestling.daemon.policy.cost_model import cpu_snapshot
+
+    before = cpu_snapshot()
+    total = 0
+    while cpu_snapshot().own_s - before.own_s < 0.05:
+        total += sum(range(10_000))
+    after = cpu_snapshot()
+    assert after.cpus >= 1 and after.own_s > before.own_s
+    if before.cpus_busy_s is not None:  # Linux: the machine's count includes this process's work
+        assert after.cpus_busy_s - before.cpus_busy_s > 0
+
+
+def test_a_profile_measured_while_the_cpu_was_busy_elsewhere_is_used_but_not_kept(monkeypatch, tmp_path):
+    made = []
+
+    def fake_measure(target, head, progress=None):
+        return cost_model.CostProfile("k", 300, {1: 10.0, 2: 130.0}, 1.0, {"busy_elsewhere": made[-1]})
+
+    monkeypatch.setattr(cost_model, "measure", fake_measure)
+    monkeypatch.setattr(cost_model, "profile_key", lambda target, head: "k")
+    monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / f"{key}.json")
+    made.append(0.9)
+    busy = cost_model.load_or_measure(None, None)
+    assert busy.verify_ms[2] == 130.0 and not (tmp_path / "k.json").exists()
+    made.append(0.05)
+    cost_model.load_or_measure(None, None)
+    assert (tmp_path / "k.json").exists()
+    made.append(None)  # unknown (not Linux): kept
+    (tmp_path / "k.json").unlink()
+    cost_model.load_or_measure(None, None)
+    assert (tmp_path / "k.json").exists()
