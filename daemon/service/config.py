@@ -42,8 +42,9 @@ class ServiceConfig:
     # CPU, and the default model scored the missing lines no worse (BENCHMARKS.md, "The suffix budget: 64 tokens").
     suffix_tokens: int = 64
     # what one chunk of a prefill (a file just opened) should take: a completion request that arrives meanwhile waits
-    # for about one chunk. Each chunk is sized from the time per token of the ones before it on this device, a draft
-    # model's part included: ~128 tokens for the default model on a 2-core CPU (shorter chunks cost more forwards)
+    # for about one chunk. Sized by the device's cost profile, scaled by the chunks timed before (a draft model's part
+    # included), but never so short that a forward's fixed cost is over a third of it: ~110 tokens for the default
+    # model on a 2-core CPU, ~55 for the 1.5B (BENCHMARKS.md, "The daemon with the 1.5B")
     prefill_chunk_ms: int = 350
     prefill_chunk_tokens: int = 0  # a fixed chunk length in tokens instead (0: sized by prefill_chunk_ms)
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)

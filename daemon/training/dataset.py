@@ -37,7 +37,7 @@ _DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "
 def mapped_tensors(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file's tensors backed by the file itself (mapped privately: pages are read as they are
     touched and can be dropped again), so a cache larger than the memory can be trained on. Falls back to
-    reading the file when a tensor is not aligned to its element size."""
+    reading the file when a tensor is not aligned to its element size or of a type not mapped here."""
     with open(path, "rb") as handle:
         header_size = int.from_bytes(handle.read(8), "little")
         header = json.loads(handle.read(header_size))
@@ -46,10 +46,10 @@ def mapped_tensors(path: Path) -> dict[str, torch.Tensor]:
     storage = torch.UntypedStorage.from_file(str(path), shared=False, nbytes=size)
     tensors = {}
     for name, entry in header.items():
-        dtype = _DTYPES[entry["dtype"]]
+        dtype = _DTYPES.get(entry["dtype"])
+        width = torch.empty(0, dtype=dtype).element_size() if dtype is not None else 0
         begin = 8 + header_size + entry["data_offsets"][0]
-        width = torch.empty(0, dtype=dtype).element_size()
-        if begin % width:
+        if not width or begin % width:
             return load_file(str(path))
         tensors[name] = torch.empty(0, dtype=dtype).set_(storage, begin // width, tuple(entry["shape"]))
     return tensors

@@ -124,7 +124,7 @@ def test_a_shard_reads_back_exactly_as_views_of_its_mapped_file(tmp_path):
         assert read.inputs.untyped_storage().nbytes() == path.stat().st_size
 
 
-def test_a_tensor_off_its_alignment_is_read_into_memory(tmp_path):
+def test_a_tensor_off_its_alignment_or_of_another_type_is_read_into_memory(tmp_path):
     header = json.dumps({"flag": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
                          "values": {"dtype": "BF16", "shape": [2], "data_offsets": [1, 5]}}).encode()
     header += b" " * (-len(header) % 8)
@@ -133,6 +133,11 @@ def test_a_tensor_off_its_alignment_is_read_into_memory(tmp_path):
     path.write_bytes(len(header).to_bytes(8, "little") + header + bytes([7]) + values.view(torch.uint8).numpy().tobytes())
     tensors = mapped_tensors(path)
     assert torch.equal(tensors["values"], values) and tensors["flag"].tolist() == [7]
+    from safetensors.torch import save_file
+
+    doubles = torch.tensor([0.25, 3.0], dtype=torch.float64)  # a type not mapped here: read into memory too
+    save_file({"doubles": doubles}, str(tmp_path / "doubles.safetensors"))
+    assert torch.equal(mapped_tensors(tmp_path / "doubles.safetensors")["doubles"], doubles)
 
 
 def test_a_resumed_run_with_more_samples_distils_each_prompt_once(tmp_path, target, corpus):
