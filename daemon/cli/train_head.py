@@ -41,6 +41,7 @@ def add_parser(sub, add_model_options) -> None:
 def run(args) -> int:
     from ..models.target import load_target
     from ..training.pipeline import run_training
+    from ..training.stopping import TrainingStopped
 
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     train = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "seed"})
@@ -48,6 +49,14 @@ def run(args) -> int:
     command = "nestling " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.no_resume:
         (args.out / "checkpoint.pt").unlink(missing_ok=True)
-    card = run_training(target, data, train, args.out, command=command)
+    try:
+        card = run_training(target, data, train, args.out, command=command)
+    except TrainingStopped as stopped:
+        print(stopped, file=sys.stderr)
+        return 130
     print(json.dumps({"head": str(args.out / "head"), "best": card["best"], "steps": card["steps"]}, indent=2))
+    if card["stopped_by_signal"]:
+        print(f"stopped at step {card['steps']}: the checkpoint in {args.out} is saved; the same command resumes",
+              file=sys.stderr)
+        return 130
     return 0

@@ -11,6 +11,7 @@ import random
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -23,13 +24,14 @@ from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
 from .distill import DistilledSequence, batching_order, distill
 from .samples import make_samples
+from .stopping import StopSignal, TrainingStopped
 from .config import DataConfig, TrainConfig
 from .trainer import TrainState, train_head
 from .vocab import coverage, draft_vocabulary
 
 
-def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool
-                  ) -> list[DistilledSequence]:
+def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool,
+                  should_stop: Callable[[], bool] | None = None) -> list[DistilledSequence]:
     done: list[DistilledSequence] = cache.load() if cache else []
     # A run resumed with a larger --max-samples draws its samples in another order: skip the prompts the
     # cache already holds instead of counting on their position, so no prompt is distilled twice.
@@ -39,7 +41,8 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
     bar = tqdm(total=len(samples), initial=len(done), desc=desc, unit="seq", disable=not progress)
     started, new_tokens, generated = time.monotonic(), 0, 0
     limited = bool(config.data_time_limit_s) and desc.endswith("train")
-    for sequence in distill(target, todo, config.gen_batch, config.max_new_tokens):
+    stopped = should_stop or (lambda: False)
+    for sequence in distill(target, [] if stopped() else todo, config.gen_batch, config.max_new_tokens):
         pending.append(sequence)
         generated += 1
         new_tokens += sequence.tokens.numel() - sequence.prompt_length
@@ -56,15 +59,18 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
         if limited and at_batch_end and time.monotonic() - started > config.data_time_limit_s:
             tqdm.write(f"data time limit reached after {len(done) + len(pending)} sequences")
             break
+        if at_batch_end and stopped():
+            break
     stored = cache.add(pending) if pending and cache else None
     bar.close()
     return done + (stored or pending)
 
 
 def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
-                 feature_layers: tuple[int, ...] | None = None):
+                 feature_layers: tuple[int, ...] | None = None, should_stop: Callable[[], bool] | None = None):
     """(train sequences, held-out sequences, corpus report). Sets the target's feature layers: `feature_layers`,
-    or by default those `feature_layers_for` the config."""
+    or by default those `feature_layers_for` the config. `should_stop()` true ends distillation after the batch in
+    progress (what was distilled is cached)."""
     if feature_layers is None:
         feature_layers = feature_layers_for(target, config)
     target.use_feature_layers(feature_layers)
@@ -94,8 +100,8 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
         limit = int(config.cache_limit_gb * 1e9)
         caches = (ShardCache(Path(config.cache_dir) / "train", limit, manifest),
                   ShardCache(Path(config.cache_dir) / "held_out", limit, manifest))
-    held = _distill_into(target, held_samples, config, caches[1], "distilling held-out", progress)
-    train = _distill_into(target, train_samples, config, caches[0], "distilling train", progress)
+    held = _distill_into(target, held_samples, config, caches[1], "distilling held-out", progress, should_stop)
+    train = _distill_into(target, train_samples, config, caches[0], "distilling train", progress, should_stop)
     languages: dict[str, int] = {}
     for f in train_files:
         languages[f.language] = languages.get(f.language, 0) + 1
@@ -151,13 +157,25 @@ def mean_feature_rms(sequences: list[DistilledSequence], limit: int = 256) -> fl
 
 def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
                  command: str = "", progress: bool = True) -> dict:
-    """The whole recipe; returns the training card as a dict (also written next to the head)."""
-    out_dir = Path(out_dir)
+    """The whole recipe; returns the training card as a dict (also written next to the head). Ctrl-C or SIGTERM
+    stops it without losing work (stopping.py): while distilling it raises TrainingStopped, while training it
+    checkpoints and returns the card so far (`stopped_by_signal`)."""
+    with StopSignal() as stopped:
+        return _run(target, data, train, Path(out_dir), command, progress, lambda: bool(stopped))
+
+
+def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: str, progress: bool,
+         should_stop: Callable[[], bool]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     init = load_head(train.init_head, target) if train.init_head else None
-    train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init))
+    train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init),
+                                               should_stop)
     data_seconds = time.monotonic() - started
+    if should_stop():
+        kept = f"{len(train_set)} training sequences are cached in {data.cache_dir}" if data.cache_dir else \
+            "nothing was kept (no --cache-dir)"
+        raise TrainingStopped(f"stopped while distilling: {kept}; the same command goes on from there")
     if not train_set or not held_out:
         raise ValueError(f"no {'training' if not train_set else 'held-out'} sequences were distilled: "
                          "give a larger corpus, more samples, or a longer --data-time-limit-s")
@@ -167,7 +185,8 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
     trained = frozenset(n for n, _ in init.named_parameters()) if init is not None else frozenset()
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
-                                   extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained)
+                                   extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained,
+                                   should_stop=should_stop)
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
     best = max(state.history, key=lambda r: r.get("chain_tau", 0.0)) if state.history else {}
     card = {
@@ -179,6 +198,7 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
             round(coverage(draft_ids.cpu(), held_tokens), 4) if draft_ids is not None else 1.0,
         "steps": state.step, "tokens_seen": state.tokens_seen, "data_seconds": round(data_seconds, 1),
         "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
+        "stopped_by_signal": should_stop(),
     }
     (out_dir / "training.json").write_text(json.dumps(card, indent=2))
     if (out_dir / "head").is_dir():

@@ -17,6 +17,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -171,10 +172,12 @@ def compute_dtype_for(config: TrainConfig, device: torch.device) -> torch.dtype:
 def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: list[DistilledSequence],
                config: TrainConfig, out_dir: Path, full_lm_head: torch.Tensor, resume: bool = True,
                progress: bool = True, extra_config: dict | None = None,
-               trained: frozenset[str] = frozenset()) -> TrainState:
+               trained: frozenset[str] = frozenset(), should_stop: Callable[[], bool] | None = None
+               ) -> TrainState:
     """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head.
     `trained`: names of parameters that start trained (fine-tuning): they learn at config.init_lr_scale x lr, and
-    the starting head is evaluated first (step 0)."""
+    the starting head is evaluated first (step 0). `should_stop()` true (a signal, see stopping.py) ends it after
+    the step in progress, evaluated and checkpointed as at any other end."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
@@ -208,6 +211,11 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     while not stop:
         for group in batches(train_set, config.batch_tokens, rng):
             if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
+                stop = True
+                break
+            if should_stop is not None and should_stop():
+                tqdm.write(f"stopping at step {state.step}: evaluating and saving a checkpoint (the same command "
+                           "resumes)")
                 stop = True
                 break
             lr = _lr_at(state.step, config, time.monotonic() - started)

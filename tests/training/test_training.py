@@ -1,6 +1,8 @@
 """Training on a tiny random model: the loss falls, and the saved head decodes losslessly."""
 
 import json
+import os
+import signal
 
 import pytest
 import torch
@@ -191,6 +193,56 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     # resuming a finished run does no more steps
     again = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
     assert again["steps"] == 6
+
+
+def test_a_signal_while_distilling_keeps_what_was_distilled_and_the_same_command_goes_on(tmp_path, target, corpus,
+                                                                                         monkeypatch):
+    from nestling.daemon.training import pipeline
+    from nestling.daemon.training.stopping import TrainingStopped
+
+    distill = pipeline.distill
+
+    def interrupted(target, samples, batch_size, max_new_tokens):
+        for index, sequence in enumerate(distill(target, samples, batch_size, max_new_tokens)):
+            if index == 10 and len(samples) > 8:  # mid-way through the second training batch
+                os.kill(os.getpid(), signal.SIGTERM)
+            yield sequence
+
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    config = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=2)
+    monkeypatch.setattr(pipeline, "distill", interrupted)
+    with pytest.raises(TrainingStopped, match="16 training sequences are cached"):
+        run_training(target, data, config, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out" / "checkpoint.pt").exists()
+    monkeypatch.setattr(pipeline, "distill", distill)
+    card = run_training(target, data, config, tmp_path / "out", progress=False)
+    assert card["corpus"]["train_sequences"] == 48 and card["steps"] == 4 and not card["stopped_by_signal"]
+
+
+def test_a_signal_while_training_checkpoints_the_step_reached_and_the_same_command_resumes(tmp_path, target, corpus,
+                                                                                          monkeypatch):
+    from nestling.daemon.training import trainer
+
+    make_batch = trainer.make_batch
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during step 3: it ends after it
+        return make_batch(*args, **kwargs)
+
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    config = TrainConfig(unroll=2, max_steps=8, eval_every=5, batch_tokens=1024, autocast=False, warmup=2)
+    monkeypatch.setattr(trainer, "make_batch", interrupted)
+    card = run_training(target, data, config, tmp_path / "out", progress=False)
+    assert card["stopped_by_signal"] and card["steps"] == 3
+    assert [row["step"] for row in card["learning_curve"]] == [3]
+    assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
+    monkeypatch.setattr(trainer, "make_batch", make_batch)
+    again = run_training(target, data, config, tmp_path / "out", progress=False)
+    assert again["steps"] == 8 and not again["stopped_by_signal"]
+    assert [row["step"] for row in again["learning_curve"]] == [3, 5, 8]
 
 
 def test_a_fused_feature_head_trains_saves_and_decodes_losslessly(tmp_path, target, corpus):
