@@ -132,7 +132,8 @@ def test_a_tensor_off_its_alignment_or_of_another_type_is_read_into_memory(tmp_p
     header += b" " * (-len(header) % 8)
     values = torch.tensor([1.5, -2.0], dtype=torch.bfloat16)
     path = tmp_path / "odd.safetensors"
-    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes([7]) + values.view(torch.uint8).numpy().tobytes())
+    data = bytes([7]) + values.view(torch.uint8).numpy().tobytes()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + data)
     tensors = mapped_tensors(path)
     assert torch.equal(tensors["values"], values) and tensors["flag"].tolist() == [7]
     from safetensors.torch import save_file

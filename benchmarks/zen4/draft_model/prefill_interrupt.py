@@ -6,8 +6,8 @@ Run from the repository root with the 1.5B's packages importable:
 `python benchmarks/zen4/draft_model/prefill_interrupt.py [CHUNK] [MODEL]` (prefill_interrupt.log; with 64:
 prefill_interrupt_64.log). CHUNK is a chunk length in tokens (default 128) or `paced:MS`, chunks sized to take
 about MS each as the daemon sizes them (`prefill_chunk_ms`, from the cost profile; one pace for every prefill of
-the run, as in the daemon). Before 2026-12-04 the draft model took the whole prompt in one forward after the target's last chunk;
-that forward is timed here too ("one forward")."""
+the run, as in the daemon). Before 2026-12-04 the draft model took the whole prompt in one forward after the
+target's last chunk; that forward is timed here too ("one forward")."""
 import statistics
 import sys
 import threading
