@@ -83,7 +83,7 @@ class SpeculativeEngine:
         state.rewind(reuse)
         stats = PrefillStats(prompt_tokens=len(prompt), reused_tokens=reuse)
         while len(state.tokens) < len(prompt) and not _is_set(cancel):
-            start, began = len(state.tokens), clock.now()
+            start, began = len(state.tokens), clock.now() if pace else 0.0  # (now() waits for a GPU)
             chunk = prompt[start : start + (pace.next_tokens() if pace else chunk_tokens)]
             extend(self.target, state, chunk, logits_for=slice(0, 0))
             if not _is_set(cancel):

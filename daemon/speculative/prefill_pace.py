@@ -50,8 +50,7 @@ class PrefillPace:
         if self.chunk_ms is None or scale is None:
             return self.first_tokens
         fits = self._longest(lambda n: scale * self.cost(n) <= self.chunk_ms)
-        fixed = self.cost(1) if self.cost is not per_token else 0.0
-        amortised = self._shortest(lambda n: self.cost(n) * self.fixed_share >= fixed)
+        amortised = self._shortest(lambda n: self.cost(n) * self.fixed_share >= self.cost(1))
         return max(fits, amortised)
 
     def timed(self, tokens: int, ms: float) -> None:
