@@ -15,7 +15,13 @@ def run(args) -> int:
     import logging
 
     from ...lsp.server import build_server, daemon_backend_factory, embedded_backend_factory
+    from ..grpc_api.daemon_lock import DaemonError
+    from ..grpc_api.addresses import parse_tcp_address
 
+    tcp = parse_tcp_address(args.tcp) if args.tcp else None
+    if tcp and not tcp[2]:
+        raise DaemonError(f"--tcp {args.tcp!r} is not a loopback address; the language server has no "
+                          "authentication, so it listens on loopback only")
     if args.log_file:
         logging.basicConfig(filename=args.log_file, level=logging.INFO, force=True)
     model_flags = []
@@ -30,9 +36,8 @@ def run(args) -> int:
     else:
         factory = daemon_backend_factory(model_flags)
     server = build_server(factory)
-    if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
+    if tcp:
+        server.start_tcp(tcp[0], tcp[1])
     else:
         server.start_io()
     return 0

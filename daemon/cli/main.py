@@ -8,6 +8,7 @@ import argparse
 import logging
 import sys
 
+from ..grpc_api.daemon_lock import DaemonError
 from ..models.errors import ModelLoadError
 from . import bench, complete, config, lsp, profile, serve, status, train_head
 
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="nestling: %(levelname)s: %(message)s")
     try:
         return int(COMMANDS[args.command].run(args) or 0)
-    except (ModelLoadError, ValueError, OSError) as exc:
+    except (ModelLoadError, DaemonError, ValueError, OSError) as exc:
         print(f"nestling {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

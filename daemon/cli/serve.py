@@ -20,7 +20,8 @@ FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_rem
 
 
 def add_parser(sub, add_model_options) -> None:
-    p = sub.add_parser("serve", help="run the completion daemon (gRPC on a Unix socket)")
+    # no abbreviated flags: --detach re-runs this command line without "--detach", and "--det" would detach again
+    p = sub.add_parser("serve", help="run the completion daemon (gRPC on a Unix socket)", allow_abbrev=False)
     p.add_argument("--socket", help="Unix socket path (default: $XDG_RUNTIME_DIR/nestling/daemon.sock)")
     p.add_argument("--tcp", help="also listen on HOST:PORT (loopback only unless --allow-remote and --token)")
     p.add_argument("--allow-remote", action="store_true", default=None, help="permit a non-loopback --tcp address")

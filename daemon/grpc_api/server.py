@@ -5,7 +5,6 @@ request), health and reflection services, the model loaded off the event loop, a
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import signal
@@ -22,7 +21,8 @@ from ..service.completion import CompletionService
 from ..service.config import ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
-from .daemon_lock import DaemonError, DaemonLock
+from .addresses import check_socket_path, check_tcp_address
+from .daemon_lock import DaemonError, DaemonLock  # noqa: F401  (DaemonError: what serve() raises)
 from .errors import ErrorInterceptor
 from .servicer import CompletionServicer
 
@@ -42,22 +42,8 @@ class Daemon:
     worker: ModelWorker | None = None
 
 
-def check_tcp_address(address: str, allow_remote: bool, token: str | None) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise DaemonError(f"--tcp {address!r}: expected HOST:PORT, e.g. 127.0.0.1:7878")
-    host = host.strip("[]")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        raise DaemonError(f"--tcp {address!r}: {host!r} is not an IP address") from None
-    if not loopback and not (allow_remote and token):
-        raise DaemonError(f"--tcp {address!r} is not a loopback address; nestling is local-only unless "
-                          f"--allow-remote and a --token are both given")
-    return host, int(port)
-
-
 def secure_folder(folder: Path) -> None:
+    """nestling's own runtime folder: created, or made again, owner-only."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(folder, 0o700)
 
@@ -68,7 +54,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
     socket_path = config.socket_path
     folder = runtime_dir()
     secure_folder(folder)
-    secure_folder(socket_path.parent)
+    check_socket_path(socket_path)
     lock = DaemonLock(folder)
     lock.acquire(socket_path)
     tcp = check_tcp_address(config.tcp, config.allow_remote, config.token) if config.tcp else None
@@ -80,15 +66,16 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     try:
-        if socket_path.exists():
+        if socket_path.is_socket():
             socket_path.unlink()  # a stale socket: the lock proves no daemon owns it
         old_umask = os.umask(0o177)
         try:
-            server.add_insecure_port(f"unix:{socket_path}")
+            _listen(server, f"unix:{socket_path}", f"--socket {str(socket_path)!r}")
         finally:
             os.umask(old_umask)
         if tcp:
-            server.add_insecure_port(f"{tcp[0]}:{tcp[1]}" if ":" not in tcp[0] else f"[{tcp[0]}]:{tcp[1]}")
+            _listen(server, f"{tcp[0]}:{tcp[1]}" if ":" not in tcp[0] else f"[{tcp[0]}]:{tcp[1]}",
+                    f"--tcp {config.tcp!r}")
         await server.start()
         os.chmod(socket_path, 0o600)
         for name in ("", SERVICE_NAME):
@@ -117,9 +104,16 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if daemon.worker:
             await asyncio.to_thread(daemon.worker.stop)
     finally:
-        if socket_path.exists():
+        if socket_path.is_socket():
             socket_path.unlink()
         lock.release()
+
+
+def _listen(server, address: str, flag: str) -> None:
+    try:
+        server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpc's "Failed to bind to address ..."
+        raise DaemonError(f"{flag}: cannot listen there (in use, or not permitted): {exc}") from None
 
 
 def _load(daemon: Daemon, load_runtime) -> None:

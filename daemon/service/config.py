@@ -7,6 +7,8 @@ import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from ..modes import MODES
+
 
 def config_path() -> Path:
     """$NESTLING_CONFIG, else $XDG_CONFIG_HOME/nestling/config.toml, else ~/.config/nestling/config.toml."""
@@ -81,6 +83,8 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text())
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: not valid TOML ({exc})") from exc
         unknown = sorted(set(data) - names)
@@ -109,6 +113,12 @@ def _validate(config: ServiceConfig) -> None:
                  "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
+    for name in ("model", "head", "device", "dtype", "socket", "tcp", "token"):
+        value = getattr(config, name)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"setting {name} must be a non-empty string, not {value!r}")
+    if config.mode not in MODES:
+        raise ValueError(f"setting mode must be one of {', '.join(MODES)}, not {config.mode!r}")
     if config.max_tokens > config.max_tokens_limit:
         raise ValueError("setting max_tokens exceeds max_tokens_limit")
     if config.log_level not in ("debug", "info", "warning", "error"):

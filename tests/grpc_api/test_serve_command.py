@@ -4,6 +4,8 @@ import json
 import os
 import re
 import signal
+import socket
+import stat
 import subprocess
 import sys
 
@@ -81,7 +83,50 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("max_tokens = true\n")
     result = nestling("config", env=env)
     assert result.returncode == 2 and "setting max_tokens must be a non-negative integer, not True" in result.stderr
+    for line, message in (('mode = "bogus"', "setting mode must be one of ar, lookup"),
+                          ("socket = 5", "setting socket must be a non-empty string, not 5"),
+                          ("tcp = 7878", "setting tcp must be a non-empty string, not 7878")):
+        (tmp_path / "none.toml").write_text(line + "\n")
+        result = nestling("config", env=env)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    (tmp_path / "none.toml").write_bytes(b"model = \"caf\xe9\"\n")
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and "none.toml: not UTF-8 text" in result.stderr
     (tmp_path / "none.toml").write_text("max_tokens = 5\n")
     result = nestling("config", "--json", env=env)
     assert '"max_tokens": 5' in result.stdout
+
+
+def test_a_socket_path_holding_a_file_is_refused_and_the_file_and_its_folder_are_left_alone(tmp_path, env):
+    folder = tmp_path / "project"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    notes = folder / "notes.txt"
+    notes.write_text("what the user had")
+    result = nestling("serve", "--socket", notes, env=env)
+    assert result.returncode == 2 and "exists and is not a socket; nestling will not replace it" in result.stderr
+    assert notes.read_text() == "what the user had" and stat.S_IMODE(folder.stat().st_mode) == 0o755
+    long_path = tmp_path / ("d" * 120) / "daemon.sock"
+    result = nestling("serve", "--socket", long_path, env=env)
+    assert result.returncode == 2 and "a Unix socket path may have at most 107" in result.stderr
+
+
+def test_a_tcp_port_in_use_or_out_of_range_is_a_clear_error(tmp_path, env):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = nestling("serve", "--socket", tmp_path / "d.sock", "--tcp", f"127.0.0.1:{port}", env=env)
+    assert result.returncode == 2 and "cannot listen there" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "d.sock").exists()
+    result = nestling("serve", "--tcp", "127.0.0.1:99999", env=env)
+    assert result.returncode == 2 and "a port in 1..65535" in result.stderr
+
+
+def test_serve_takes_no_abbreviated_flags_and_lsp_listens_on_loopback_only(env):
+    # `--detach` re-runs the command line without "--detach": an abbreviation would detach again, and again
+    result = nestling("serve", "--det", env=env)
+    assert result.returncode == 2 and "unrecognized arguments: --det" in result.stderr
+    result = nestling("lsp", "--tcp", "0.0.0.0:2087", env=env)
+    assert result.returncode == 2 and "the language server has no authentication" in result.stderr
 

@@ -1,0 +1,49 @@
+"""Where the daemon and the language server listen: a --tcp address (loopback unless allowed otherwise) and a
+--socket path. Light on imports: `nestling lsp` checks its --tcp without loading the server."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+from pathlib import Path
+
+from .daemon_lock import DaemonError
+
+MAX_SOCKET_PATH_BYTES = 107  # sun_path holds 108 bytes on Linux, the last a NUL
+
+
+def parse_tcp_address(address: str) -> tuple[str, int, bool]:
+    """HOST:PORT (an IP address or localhost; IPv6 in brackets) -> (host, port, whether it is loopback)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise DaemonError(f"--tcp {address!r}: expected HOST:PORT with a port in 1..65535, e.g. 127.0.0.1:7878")
+    host = host.strip("[]")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise DaemonError(f"--tcp {address!r}: {host!r} is not an IP address") from None
+    return host, int(port), loopback
+
+
+def check_tcp_address(address: str, allow_remote: bool, token: str | None) -> tuple[str, int]:
+    host, port, loopback = parse_tcp_address(address)
+    if not loopback and not (allow_remote and token):
+        raise DaemonError(f"--tcp {address!r} is not a loopback address; nestling is local-only unless "
+                          f"--allow-remote and a --token are both given")
+    return host, port
+
+
+def check_socket_path(path: Path) -> None:
+    """A --socket path the daemon may bind: short enough for a Unix socket, and nothing but a (stale) socket there.
+    Its folder is created owner-only when missing; an existing folder is left as it is (the socket itself is 0600)."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        raise DaemonError(f"--socket {str(path)!r} is {len(os.fsencode(path))} bytes long; a Unix socket path may "
+                          f"have at most {MAX_SOCKET_PATH_BYTES}")
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISSOCK(mode):
+        raise DaemonError(f"--socket {str(path)!r} exists and is not a socket; nestling will not replace it")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
