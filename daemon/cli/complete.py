@@ -35,7 +35,7 @@ def run(args) -> int:
 
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
-    if not 0.0 < args.top_p <= 1.0 or args.temperature < 0:
+    if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
         raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
     text = args.file.read_text(encoding="utf-8", errors="replace")
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)

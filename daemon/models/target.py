@@ -25,9 +25,15 @@ QWEN_STOP_IDS = (151643, 151645)  # <|endoftext|>, <|im_end|>
 def resolve_device(requested: str | None = None) -> torch.device:
     """CUDA if present (or the device asked for), else CPU."""
     if requested:
-        device = torch.device(requested)
+        try:
+            device = torch.device(requested)
+        except RuntimeError:
+            raise ModelLoadError(f"device {requested!r} is not a device name (cpu, cuda or cuda:N)") from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ModelLoadError(f"device {requested!r} was asked for but CUDA is not available")
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            raise ModelLoadError(f"device {requested!r}: this machine has {torch.cuda.device_count()} CUDA "
+                                 f"device(s), numbered from 0")
         return device
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 

@@ -55,10 +55,18 @@ def test_complete_plain_prints_text_then_stats_on_stderr(model_dir, source):
     assert "tokens, mode spec" in result.stderr
 
 
-@pytest.mark.parametrize("line,col,message", [(99, 1, "line 99 is outside"), (1, 50, "column 50 is past the end")])
+@pytest.mark.parametrize("line,col,message", [(99, 1, "line 99 is outside"), (1, 50, "column 50 is past the end"),
+                                              (1, 0, "column 0 is before the start of line 1 (columns start at 1)")])
 def test_bad_positions_are_clear_errors(model_dir, source, line, col, message):
     result = nestling("complete", source, "--line", line, "--col", col, "--model", model_dir)
     assert result.returncode == 2 and message in result.stderr
+
+
+@pytest.mark.parametrize("flags,message", [(["--temperature", "nan"], "--temperature >= 0"),
+                                           (["--device", "bogus"], "'bogus' is not a device name")])
+def test_bad_sampling_and_device_flags_are_clear_errors(model_dir, source, flags, message):
+    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, *flags)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_bad_model_and_head_paths_are_clear_errors(tmp_path, model_dir, source):

@@ -1,4 +1,8 @@
-from nestling.daemon.models.target import cpu_features, cpu_name, cpu_supports_bfloat16
+import pytest
+import torch
+
+from nestling.daemon.models.errors import ModelLoadError
+from nestling.daemon.models.target import cpu_features, cpu_name, cpu_supports_bfloat16, resolve_device
 
 ZEN4 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu sse avx2 fma avx512f avx512_bf16 avx512_vnni\n"
 ZEN3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu sse avx2 fma\n"
@@ -29,3 +33,12 @@ def test_arm_bfloat16_is_read_from_features(tmp_path):
     info.write_text("processor\t: 0\nFeatures\t: fp asimd sve i8mm bf16\nCPU implementer\t: 0x41\n")
     assert cpu_features(info) == ("asimd", "bf16", "i8mm", "sve")
     assert cpu_supports_bfloat16(info)
+
+
+def test_a_device_that_is_no_device_or_not_here_is_a_model_load_error():
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ModelLoadError, match="'bogus' is not a device name"):
+        resolve_device("bogus")
+    message = "not available" if not torch.cuda.is_available() else "numbered from 0"
+    with pytest.raises(ModelLoadError, match=message):
+        resolve_device("cuda:97")
