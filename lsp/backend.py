@@ -152,12 +152,19 @@ class EmbeddedBackend:
         from ..daemon.service.stats import ServiceStats
         from ..daemon.service.worker import ModelWorker
 
+        from ..daemon.models.errors import ModelLoadError
+
         if progress:
             progress("begin", "loading the model")
-        runtime = await asyncio.to_thread(self._load_runtime)
-        if progress:
-            progress("report", "measuring the verification cost (once per model and device)")
-        await asyncio.to_thread(lambda: runtime.profile)  # as the daemon does: not on the first keystroke
+        try:
+            runtime = await asyncio.to_thread(self._load_runtime)
+            if progress:
+                progress("report", "measuring the verification cost (once per model and device)")
+            await asyncio.to_thread(lambda: runtime.profile)  # as the daemon does: not on the first keystroke
+        except (ModelLoadError, ValueError, OSError) as exc:  # kept: every later request says the same
+            if progress:
+                progress("end", "the model failed to load")
+            raise BackendError(f"the model could not be loaded: {exc}") from None
         self.service = CompletionService(runtime, self._config or ServiceConfig())
         self.worker = ModelWorker(self.service, ServiceStats())
         if progress:
