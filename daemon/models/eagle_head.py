@@ -284,10 +284,16 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
-            return load_file(str(path))
-        return torch.load(str(path), map_location="cpu", weights_only=True)
+            state = load_file(str(path))
+        else:
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:
         raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in state.items()):
+        raise HeadLoadError(f"{path}: not a state dict (expected names mapped to tensors, found "
+                            f"{type(state).__name__})")
+    return state
 
 
 def _read_config(folder: Path):

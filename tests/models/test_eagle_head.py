@@ -137,6 +137,15 @@ def test_corrupt_files_are_named(tmp_path, target):
         load_head(folder, target)
 
 
+@pytest.mark.parametrize("content", [[torch.zeros(2)], torch.zeros(2), {0: torch.zeros(2)}, {"fc.weight": 3}])
+def test_a_weights_file_that_is_no_state_dict_is_named(tmp_path, target, content):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    (folder / "model.safetensors").unlink()
+    torch.save(content, folder / "pytorch_model.bin")
+    with pytest.raises(HeadLoadError, match="pytorch_model.bin: not a state dict"):
+        load_head(folder, target)
+
+
 def test_head_for_another_target_size_is_refused(tmp_path, target):
     other = tiny_target("qwen2")
     other.model.config.hidden_size = 64  # pretend: a different target
