@@ -60,6 +60,16 @@ def _field(reader, key: str, default=None):
     return field.contents()
 
 
+def _required(reader, key: str, path: Path, kind=int):
+    """A metadata value the conversion cannot do without, as `kind`; a ModelLoadError naming it when missing."""
+    value = _field(reader, key)
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ModelLoadError(f"{path}: GGUF metadata {key!r} is missing or not a {kind.__name__} "
+                             f"({value!r}); the file is incomplete or not a model") from None
+
+
 def gguf_config(reader, path: Path) -> dict:
     """A transformers config dict from the GGUF metadata."""
     arch = _field(reader, "general.architecture")
@@ -69,14 +79,14 @@ def gguf_config(reader, path: Path) -> dict:
             f"(supported: {', '.join(sorted(SUPPORTED_ARCHITECTURES))})"
         )
     tensor_names = {t.name for t in reader.tensors}
-    heads = int(_field(reader, f"{arch}.attention.head_count"))
+    heads = _required(reader, f"{arch}.attention.head_count", path)
     config = {
         "model_type": SUPPORTED_ARCHITECTURES[arch],
         "architectures": ["Qwen2ForCausalLM" if arch == "qwen2" else "LlamaForCausalLM"],
-        "vocab_size": len(_field(reader, "tokenizer.ggml.tokens")),
-        "hidden_size": int(_field(reader, f"{arch}.embedding_length")),
-        "intermediate_size": int(_field(reader, f"{arch}.feed_forward_length")),
-        "num_hidden_layers": int(_field(reader, f"{arch}.block_count")),
+        "vocab_size": len(_required(reader, "tokenizer.ggml.tokens", path, list)),
+        "hidden_size": _required(reader, f"{arch}.embedding_length", path),
+        "intermediate_size": _required(reader, f"{arch}.feed_forward_length", path),
+        "num_hidden_layers": _required(reader, f"{arch}.block_count", path),
         "num_attention_heads": heads,
         "num_key_value_heads": int(_field(reader, f"{arch}.attention.head_count_kv", heads)),
         "max_position_embeddings": int(_field(reader, f"{arch}.context_length", 4096)),

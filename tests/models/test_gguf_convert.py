@@ -106,3 +106,17 @@ def test_a_corrupt_gguf_is_named_in_the_error(tmp_path):
     with pytest.raises(ModelLoadError, match="broken.gguf"):
         convert_gguf(bad, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_gguf_without_the_metadata_a_model_needs_names_the_missing_key(tmp_path):
+    import gguf
+
+    path = tmp_path / "incomplete.gguf"
+    writer = gguf.GGUFWriter(str(path), "qwen2")  # the architecture, and nothing of the model's shape
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelLoadError, match="incomplete.gguf: GGUF metadata 'qwen2.attention.head_count' is missing"):
+        convert_gguf(path, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
