@@ -28,6 +28,16 @@ def cursor_offset(document, position: types.Position) -> int:
     return document.offset_at_position(position)
 
 
+def encodable(text: str) -> str:
+    """The text with each lone UTF-16 surrogate (JSON allows them; UTF-8 has none) as '?': one character for one,
+    so every offset stays where it was."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def apply_selected(source: str, start: int, end: int, selected_text: str) -> tuple[str, int]:
     """The document as if the suggest widget's selected item were accepted, and the cursor after it."""
     return source[:start] + selected_text + source[end:], start + len(selected_text)

@@ -37,6 +37,8 @@ def run(args) -> int:
         raise ValueError("--max-tokens must be at least 1")
     if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
         raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        raise ValueError("--seed must be in 0 .. 2**64 - 1")
     text = args.file.read_text(encoding="utf-8", errors="replace")
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)

@@ -4,6 +4,7 @@ rest, a prefill ahead prepares the keystroke it guesses, and neither ever change
 from dataclasses import replace
 
 import pytest
+import torch
 
 from nestling.daemon.models.target import load_target
 from nestling.daemon.policy.cost_model import CostProfile
@@ -153,3 +154,11 @@ def test_the_guess_that_was_right_last_time_is_prefilled_first(runtime):
         result = service.complete(request)
         assert result.stats.prepared_ahead  # whichever guess was right, it was ready
     assert orders == ["typing first", "typing first", "accept first", "accept first"]
+
+
+def test_further_alternatives_seed_past_the_largest_seed_by_wrapping():
+    request = CompletionRequest(uri="file:///s.py", text="x", cursor=1, temperature=0.5, seed=2**64 - 1)
+    seeds = [CompletionService._sampling(request, i).seed for i in range(3)]
+    assert seeds == [2**64 - 1, 0, 1]
+    for seed in seeds:
+        torch.Generator().manual_seed(seed)  # each is a seed torch takes
