@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import sys
 from dataclasses import fields
 from pathlib import Path
 
-from ..training.config import DataConfig, TrainConfig
+from ..training.config import DataConfig, TrainConfig, check_settings
+
+
+def _boolean(text: str) -> bool:
+    """true/false, yes/no, on/off or 1/0; anything else is an error (not a silent false)."""
+    value = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+             "off": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+    return value
 
 
 def _add_dataclass_options(parser, cls, skip=()) -> None:
@@ -18,8 +28,7 @@ def _add_dataclass_options(parser, cls, skip=()) -> None:
         flag = "--" + f.name.replace("_", "-")
         default = f.default if not callable(f.default_factory) else f.default_factory()  # type: ignore[misc]
         if isinstance(default, bool):
-            parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes", "on"), default=default,
-                                metavar="BOOL")
+            parser.add_argument(flag, type=_boolean, default=default, metavar="BOOL")
         elif isinstance(default, list):
             parser.add_argument(flag, action="append", default=[], metavar="PATH")
         else:
@@ -45,10 +54,14 @@ def run(args) -> int:
 
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     train = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "seed"})
+    check_settings(data, train)
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out}: exists and is not a folder")
     target = load_target(args.model, device=args.device, dtype=args.dtype)
     command = "nestling " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if args.no_resume:
+    if args.no_resume:  # training starts over: its checkpoint and the draft vocabulary counted for it go
         (args.out / "checkpoint.pt").unlink(missing_ok=True)
+        (args.out / "draft_vocab.pt").unlink(missing_ok=True)
     try:
         card = run_training(target, data, train, args.out, command=command)
     except TrainingStopped as stopped:

@@ -30,6 +30,7 @@ from torch import nn
 from .attention import attention_implementation
 from .errors import HeadLoadError
 from .packed_linear import PackedLinear, pack_linears, packing_supported
+from .paths import replacing
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -274,8 +275,10 @@ def save_head(head: EagleHead, folder: Path, extra_config: dict | None = None,
         config["target_feature_layers"] = list(head.feature_layers)
     config.update(extra_config or {})
     state = head.checkpoint_state(dtype)
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    (folder / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    with replacing(folder / "model.safetensors") as weights:
+        save_file(state, str(weights), metadata={"format": "pt"})
+    with replacing(folder / "config.json") as config_file:
+        config_file.write_text(json.dumps(config, indent=2, default=str))
     return folder
 
 

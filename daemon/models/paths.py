@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -12,3 +13,17 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "nestling"
+
+
+@contextmanager
+def replacing(path: Path):
+    """Yields a temporary path beside `path` to write; when the block ends without an error it takes `path`'s place
+    in one rename, so a crash or a full disk while writing leaves the old file whole."""
+    path = Path(path)
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+

@@ -25,7 +25,6 @@ class DataConfig:
     seed: int = 0
 
 
-
 @dataclass
 class TrainConfig:
     unroll: int = 3  # draft steps trained per position (1 = plain EAGLE-1/2 training)
@@ -48,3 +47,31 @@ class TrainConfig:
     init_head: str | None = None
     init_lr_scale: float = 0.1  # with init_head: its trained weights' learning rate over lr (a graft's new ones: lr)
     autocast: bool = True  # bfloat16 matmuls (float32 master weights) where the CUDA GPU or CPU has native bfloat16
+
+
+# the counts that must be at least 1 (the fractions, rates and limits are checked apart)
+POSITIVE = {"data": ("samples_per_file", "max_samples", "held_out_samples", "prefix_tokens", "max_new_tokens",
+                     "gen_batch"),
+            "train": ("unroll", "batch_tokens", "eval_every", "patience")}
+
+
+def check_settings(data: DataConfig, train: TrainConfig) -> None:
+    """ValueError naming the flag for a setting no run can use (before any model is loaded or data distilled)."""
+    for config, kind in ((data, "data"), (train, "train")):
+        for name in POSITIVE[kind]:
+            if getattr(config, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, not {getattr(config, name)}")
+    for name in ("suffix_tokens", "draft_vocab", "max_steps", "warmup"):
+        config = data if hasattr(data, name) else train
+        if getattr(config, name) < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must not be negative, not {getattr(config, name)}")
+    if not 0.0 < data.held_out_fraction < 1.0:
+        raise ValueError(f"--held-out-fraction must be between 0 and 1, not {data.held_out_fraction}")
+    if not train.lr > 0 or not train.clip > 0 or not train.init_lr_scale >= 0:
+        raise ValueError("--lr and --clip must be positive and --init-lr-scale not negative")
+    for name in ("cache_limit_gb", "data_time_limit_s"):
+        if getattr(data, name) is not None and not getattr(data, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, not {getattr(data, name)}")
+    if train.time_limit_s is not None and not train.time_limit_s > 0:
+        raise ValueError(f"--time-limit-s must be positive, not {train.time_limit_s}")
+

@@ -56,8 +56,15 @@ def mapped_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def load_shard(path: Path) -> list[DistilledSequence]:
-    """The shard's sequences, their tensors views of the mapped file (see `mapped_tensors`)."""
-    data = mapped_tensors(path)
+    """The shard's sequences, their tensors views of the mapped file (see `mapped_tensors`); a ValueError naming
+    the file when it is not a whole shard (cut short by a crash, say)."""
+    try:
+        data = mapped_tensors(path)
+        if data["lengths"].sum() > data["tokens"].numel() or data["tokens"].shape[0] != data["features"].shape[0]:
+            raise ValueError("its tensors disagree in length")
+    except (OSError, ValueError, KeyError, RuntimeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a whole shard ({exc}); remove it and its sequences are distilled again") \
+            from None
     sequences, start = [], 0
     inputs = data.get("inputs")
     for length, prompt_length in zip(data["lengths"].tolist(), data["prompt_lengths"].tolist()):
@@ -77,7 +84,11 @@ class ShardCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         manifest_path = self.folder / "manifest.json"
         if manifest_path.exists():
-            existing = json.loads(manifest_path.read_text())
+            try:
+                existing = json.loads(manifest_path.read_text())
+            except (ValueError, UnicodeDecodeError):
+                raise ValueError(f"{manifest_path}: not valid JSON (what the cache was made from is unknown); use "
+                                 "another --cache-dir or remove this one") from None
             if existing != manifest:
                 raise ValueError(f"{self.folder}: the cache was made with other settings ({existing}); "
                                  f"use another --cache-dir or remove it")
@@ -98,7 +109,8 @@ class ShardCache:
         (mapped, so the caller can drop its copies in memory), or None when the cache was full."""
         if not sequences or self.full():
             return None
-        path = self.folder / f"shard-{len(self.shards()):05d}.safetensors"
+        taken = [int(p.stem.removeprefix("shard-")) for p in self.shards() if p.stem.removeprefix("shard-").isdigit()]
+        path = self.folder / f"shard-{max(taken, default=-1) + 1:05d}.safetensors"  # a removed one leaves a gap
         save_shard(path, sequences)
         return load_shard(path)
 

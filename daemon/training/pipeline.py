@@ -87,6 +87,11 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
+    for kind, samples, count in (("training", train_samples, len(train_files)), ("held-out", held_samples,
+                                                                                 len(held_files))):
+        if not samples:  # found now, not after hours of distilling the other kind
+            raise ValueError(f"no {kind} prompts: {count} of the corpus's {len(files)} files are {kind} files "
+                             "(give a larger corpus, or another --held-out-fraction)")
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
     # run can be stopped and resumed with a different count: the cached sequences are kept as they are.
@@ -141,7 +146,12 @@ def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
     draft_ids = None
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
         if vocab_path.exists():
-            draft_ids = torch.load(vocab_path)
+            draft_ids = torch.load(vocab_path, weights_only=True)
+            count = draft_ids.numel() if isinstance(draft_ids, torch.Tensor) else None
+            if count != min(data.draft_vocab, target.config.vocab_size):
+                found = "not a draft vocabulary" if count is None else f"a draft vocabulary of {count} tokens"
+                raise ValueError(f"{vocab_path}: {found}, not the {data.draft_vocab} asked for; start over with "
+                                 "--no-resume")
         else:
             draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
                                          target.config.vocab_size, always=target.stop_token_ids)

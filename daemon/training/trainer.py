@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from ..models.eagle_head import EagleHead, save_head
 from ..models.kv_cache import new_cache
+from ..models.paths import replacing
 from ..models.target import cpu_supports_bfloat16
 from .dataset import Batch, batches, make_batch
 from .config import TrainConfig
@@ -194,10 +195,7 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     state = TrainState()
     checkpoint = out_dir / "checkpoint.pt"
     if resume and checkpoint.exists():
-        saved = torch.load(checkpoint, map_location=device, weights_only=False)
-        head.load_state_dict(saved["head"], strict=False)
-        optimizer.load_state_dict(saved["optimizer"])
-        state = TrainState(**saved["state"])
+        state = _resume(checkpoint, head, optimizer, device)
     rng = random.Random(config.seed + state.step)
     head.train()
     bar = tqdm(total=config.max_steps, initial=state.step, desc="training head", unit="step", disable=not progress)
@@ -244,6 +242,19 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     return state
 
 
+def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> TrainState:
+    """Load a checkpoint into `head` and `optimizer`; a ValueError naming it when it is unreadable or was made for
+    another head (other feature layers, draft vocabulary or starting head)."""
+    try:
+        saved = torch.load(checkpoint, map_location=device, weights_only=False)
+        head.load_state_dict(saved["head"], strict=False)
+        optimizer.load_state_dict(saved["optimizer"])
+        return TrainState(**saved["state"])
+    except (RuntimeError, ValueError, KeyError, TypeError, EOFError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{checkpoint}: cannot resume from it ({reason}); start over with --no-resume") from None
+
+
 def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device, dtype,
                              started, extra_config) -> bool:
     """Evaluate, save the head if it is the best so far, checkpoint; returns True to stop early."""
@@ -261,7 +272,9 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
         save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **row}})
     else:
         state.evals_without_gain += 1
-    torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
-                "config": asdict(config)}, out_dir / "checkpoint.pt")
-    (out_dir / "learning_curve.json").write_text(json.dumps(state.history, indent=2))
+    with replacing(out_dir / "checkpoint.pt") as checkpoint:  # a crash while writing keeps the last one whole
+        torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
+                    "config": asdict(config)}, checkpoint)
+    with replacing(out_dir / "learning_curve.json") as curve:
+        curve.write_text(json.dumps(state.history, indent=2))
     return state.evals_without_gain >= config.patience

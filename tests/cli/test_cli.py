@@ -205,3 +205,14 @@ def test_serve_flags_turn_off_the_prefill_ahead_and_the_hint():
     config, sources = load_config(settings_from(flags), path=Path("/nonexistent/config.toml"))
     assert not config.prefill_ahead and not config.follow_last_completion
     assert sources["prefill_ahead"] == sources["follow_last_completion"] == "flag"
+
+
+def test_train_head_refuses_unusable_settings_before_loading_anything(tmp_path):
+    result = nestling("train-head", "--out", tmp_path / "out", "--eval-every", 0)
+    assert result.returncode == 2 and "--eval-every must be at least 1, not 0" in result.stderr
+    result = nestling("train-head", "--out", tmp_path / "out", "--fused-features", "y")
+    assert result.returncode == 2 and "expected true or false, not 'y'" in result.stderr
+    (tmp_path / "file").write_text("mine")
+    result = nestling("train-head", "--out", tmp_path / "file")
+    assert result.returncode == 2 and "exists and is not a folder" in result.stderr
+    assert (tmp_path / "file").read_text() == "mine"

@@ -317,3 +317,45 @@ def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
     assert trainer.compute_dtype_for(TrainConfig(autocast=False), cpu) == torch.float32
     monkeypatch.setattr(trainer, "cpu_supports_bfloat16", lambda: False)  # e.g. an AVX2-only CPU: emulated, ~7x slower
     assert trainer.compute_dtype_for(TrainConfig(autocast=True), cpu) == torch.float32
+
+
+def test_a_checkpoint_cut_short_or_a_stale_vocabulary_is_named_and_the_saved_head_stays(tmp_path, target, corpus):
+    data = DataConfig(corpus=[str(corpus)], **DATA)
+    config = TrainConfig(unroll=2, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
+    run_training(target, data, config, tmp_path / "out", progress=False)
+    head_bytes = (tmp_path / "out" / "head" / "model.safetensors").read_bytes()
+    assert not list((tmp_path / "out").rglob("*.tmp"))  # every file written aside and renamed into place
+    checkpoint = tmp_path / "out" / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[: checkpoint.stat().st_size // 2])  # a crash mid-write, before
+    longer = TrainConfig(**{**config.__dict__, "max_steps": 4})
+    with pytest.raises(ValueError, match="checkpoint.pt: cannot resume from it .*--no-resume"):
+        run_training(target, data, longer, tmp_path / "out", progress=False)
+    assert (tmp_path / "out" / "head" / "model.safetensors").read_bytes() == head_bytes
+    checkpoint.unlink()
+    with pytest.raises(ValueError, match="draft_vocab.pt: a draft vocabulary of 200 tokens, not the 150 asked for"):
+        run_training(target, DataConfig(**{**data.__dict__, "draft_vocab": 150}), longer, tmp_path / "out",
+                     progress=False)
+
+
+def test_a_shard_cut_short_is_named_and_a_removed_shard_is_not_written_over(tmp_path, target, corpus):
+    for count in (8, 16, 24):  # a shard a sitting, 8 sequences each
+        data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **{**DATA, "max_samples": count})
+        prepare_data(target, data, progress=False)
+    shards = sorted((tmp_path / "cache" / "train").glob("shard-*.safetensors"))
+    assert len(shards) == 3
+    shards[0].unlink()
+    kept = shards[2].read_bytes()
+    prepare_data(target, data, progress=False)  # distils the removed shard's prompts again, into a new shard
+    assert [p.name for p in sorted(shards[0].parent.glob("shard-*"))][-1] == "shard-00003.safetensors"
+    assert shards[2].read_bytes() == kept
+    shards[2].write_bytes(kept[: len(kept) // 2])
+    with pytest.raises(ValueError, match="shard-00002.safetensors: not a whole shard"):
+        prepare_data(target, data, progress=False)
+
+
+def test_no_held_out_prompts_is_an_error_before_anything_is_distilled(tmp_path, target, corpus):
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"),
+                      **{**DATA, "held_out_fraction": 1e-6})
+    with pytest.raises(ValueError, match="no held-out prompts: 0 of the corpus's 60 files"):
+        prepare_data(target, data, progress=False)
+    assert not list((tmp_path / "cache").rglob("shard-*"))
