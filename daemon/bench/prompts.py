@@ -63,9 +63,13 @@ def load_jsonl(path: Path) -> list[BenchPrompt]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{index + 1}: not JSON ({exc})") from exc
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{index + 1}: expected a JSON object, not {type(row).__name__}")
         prefix = row.get("prefix", row.get("prompt"))
         if not isinstance(prefix, str):
             raise ValueError(f"{path}:{index + 1}: needs a string 'prefix' (or 'prompt')")
+        if not isinstance(row.get("suffix", ""), str):
+            raise ValueError(f"{path}:{index + 1}: 'suffix' must be a string")
         prompts.append(BenchPrompt(str(row.get("id", f"{path.name}:{index + 1}")), prefix, row.get("suffix", ""),
                                    row.get("path"), row.get("kind", "jsonl")))
     return prompts

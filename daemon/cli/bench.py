@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,7 +75,22 @@ def add_parser(sub, add_model_options) -> None:
     add_model_options(p)
 
 
+def check_outputs(args) -> None:
+    """--out and --plot are checked before a run of minutes, not when its results are written."""
+    for flag in ("out", "plot"):
+        path = getattr(args, flag, None)
+        if path is not None and not Path(path).parent.is_dir():
+            raise ValueError(f"--{flag} {path}: the folder {Path(path).parent} does not exist")
+    if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
+        raise ValueError("--plot needs matplotlib: pip install matplotlib")
+
+
 def run(args) -> int:
+    check_outputs(args)
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be at least 1")
+    if args.keystrokes < 1:
+        raise ValueError("--keystrokes must be at least 1")
     if args.target == "grpc":
         return run_typing(args)
     if args.target == "open":
@@ -210,7 +226,10 @@ def run_openings(args) -> int:
 
     from ..bench.typing import DATA, replay_openings, summarize
 
-    files = [p for p in args.sources if p.is_file()] or sorted(p for p in DATA.iterdir() if p.is_file())
+    missing = [str(p) for p in args.sources if not p.is_file()]
+    if missing:
+        raise ValueError(f"--target open takes source files; not files: {', '.join(missing)}")
+    files = list(args.sources) or sorted(p for p in DATA.iterdir() if p.is_file())
     with serving_daemon(args) as client:
         with tqdm(total=2 * len(files), desc="opening", unit="request") as bar:
             results, prefill_ms = replay_openings(client, files, min(args.max_tokens, 16), progress=lambda: bar.update(1),

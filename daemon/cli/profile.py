@@ -54,6 +54,9 @@ def run(args) -> int:
     from ..policy.cost_model import VERIFY_SIZES, measure, measured_busy, profile_path
     from ..runtime import load_runtime
 
+    from .bench import check_outputs
+
+    check_outputs(args)
     if args.context < 2 or args.repeats < 1:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights)

@@ -216,3 +216,15 @@ def test_train_head_refuses_unusable_settings_before_loading_anything(tmp_path):
     result = nestling("train-head", "--out", tmp_path / "file")
     assert result.returncode == 2 and "exists and is not a folder" in result.stderr
     assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
+    result = nestling("bench", "--out", tmp_path / "missing" / "report.json")
+    assert result.returncode == 2 and "the folder" in result.stderr and "does not exist" in result.stderr
+    result = nestling("bench", "--target", "open", tmp_path / "typo.py")
+    assert result.returncode == 2 and "--target open takes source files; not files:" in result.stderr
+    for flag in ("--limit", "--keystrokes"):
+        result = nestling("bench", flag, 0)
+        assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr
+    result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")
+    assert result.returncode == 2 and "does not exist" in result.stderr

@@ -1,0 +1,23 @@
+"""Benchmark prompts from JSONL files: a line that is not a prompt is named by file and line."""
+
+import pytest
+
+from nestling.daemon.bench.prompts import collect, load_jsonl
+
+
+@pytest.mark.parametrize("line,message", [("[1, 2]", "expected a JSON object, not list"),
+                                          ('{"prefix": "x", "suffix": null}', "'suffix' must be a string"),
+                                          ('{"suffix": "x"}', "needs a string 'prefix'"),
+                                          ("{not json", "not JSON")])
+def test_a_line_that_is_no_prompt_is_named(tmp_path, line, message):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"prefix": "def f(", "suffix": ")"}\n' + line + "\n")
+    with pytest.raises(ValueError, match=f"prompts.jsonl:2: {message}"):
+        load_jsonl(path)
+
+
+def test_prompts_are_read_and_limited(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(f'{{"prefix": "x = {i}", "id": "p{i}"}}\n' for i in range(5)))
+    prompts = collect([path], per_file=1, limit=2)
+    assert [p.id for p in prompts] == ["p0", "p1"] and prompts[0].suffix == ""
