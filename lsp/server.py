@@ -94,18 +94,19 @@ def build_server(make_backend) -> NestlingLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: NestlingLanguageServer, params: types.InitializedParams):
-        if ls.settings.problems:
-            ls.window_log_message(types.LogMessageParams(
-                type=types.MessageType.Warning, message=f"nestling: ignored settings {', '.join(ls.settings.problems)}"))
+        _report_problems(ls)
         ls.ready = asyncio.ensure_future(_warm_up(ls))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: NestlingLanguageServer, params: types.DidChangeConfigurationParams):
         before = ls.settings
         ls.settings = merge(before, params.settings)
-        if (ls.settings.socket, ls.settings.tcp, ls.settings.token) != (before.socket, before.tcp, before.token):
+        _report_problems(ls)
+        connection = ("socket", "tcp", "token", "auto_start")  # what the backend is made with
+        if any(getattr(ls.settings, name) != getattr(before, name) for name in connection):
             old, ls.backend = ls.backend, ls.make_backend(ls.settings)
-            await old.close()
+            if old is not ls.backend:  # (the embedded engine is one per process: kept)
+                await old.close()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: NestlingLanguageServer, params: types.DidOpenTextDocumentParams):
@@ -145,6 +146,12 @@ def build_server(make_backend) -> NestlingLanguageServer:
             await ls.backend.close()
 
     return server
+
+
+def _report_problems(ls: NestlingLanguageServer) -> None:
+    if ls.settings.problems:
+        ls.window_log_message(types.LogMessageParams(
+            type=types.MessageType.Warning, message=f"nestling: ignored settings {', '.join(ls.settings.problems)}"))
 
 
 async def _warm_up(ls: NestlingLanguageServer) -> None:

@@ -58,6 +58,8 @@ def merge(current: Settings, raw) -> Settings:
     take("lineMode", "line_mode", lambda v: v in LINE_MODES)
     take("alternatives", "alternatives", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 8)
     daemon = data.get("daemon")
+    if daemon is not None and not isinstance(daemon, dict):
+        problems.append(f"daemon={daemon!r}")
     if isinstance(daemon, dict):
         for key, name in (("socket", "socket"), ("tcp", "tcp"), ("token", "token")):
             if key in daemon:

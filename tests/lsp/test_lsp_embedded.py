@@ -1,5 +1,7 @@
 """The language server end to end (pytest-lsp drives it over stdio), with the engine embedded."""
 
+import asyncio
+
 import pytest
 import pytest_lsp
 from lsprotocol import types
@@ -131,3 +133,19 @@ async def test_cancel_request_stops_a_long_completion(client: LanguageClient):
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"nestling": {"maxTokens": 8, "lineMode": "auto"}}))
     assert await client.text_document_inline_completion_async(inline_params(5, 4)) is not None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_bad_settings_changed_later_are_reported_and_the_embedded_engine_keeps_serving(client: LanguageClient):
+    before = await client.text_document_inline_completion_async(inline_params(5, 4))  # the engine is up
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"nestling": {"maxTokens": 0, "daemon": {"autoStart": False}}}))  # autoStart: a new backend
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"nestling": {"daemon": "socket"}}))
+    await asyncio.sleep(0.5)  # the notifications' handlers have run
+    after = await asyncio.wait_for(client.text_document_inline_completion_async(inline_params(5, 4)), 60)
+    assert len(after.items) == len(before.items) == 1  # the tiny model writes something; a stopped engine nothing
+    messages = [m.message for m in client.log_messages]
+    assert "nestling: ignored settings maxTokens=0" in messages
+    assert "nestling: ignored settings daemon='socket'" in messages
+    assert not any("completion failed" in m for m in messages)
