@@ -15,7 +15,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import torch
 
 from nestling.daemon.models.eagle_head import load_head
 from nestling.daemon.models.target import load_target
@@ -48,8 +47,7 @@ def score(head_dir: str, target, held_out: list, manifest: dict, config: TrainCo
     dtype = compute_dtype_for(config, device)
     head.float()  # as train-head evaluates: float32 weights, the draft logits in the compute dtype
     object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.to(dtype))
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-        result = evaluate(head, sequences, config, device, dtype, target.lm_head.weight.detach().to(dtype))
+    result = evaluate(head, sequences, config, device, dtype, target.lm_head.weight.detach().to(dtype))
     return {"head": str(head_dir), "fused": bool(head.feature_layers), **result}
 
 

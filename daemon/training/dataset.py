@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..models.paths import replacing
 from .distill import DistilledSequence
 
 
@@ -24,9 +25,8 @@ def save_shard(path: Path, sequences: list[DistilledSequence]) -> int:
     }
     if sequences[0].inputs is not None:
         tensors["inputs"] = torch.cat([s.inputs for s in sequences]).contiguous()
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp))
-    tmp.rename(path)
+    with replacing(path) as written:
+        save_file(tensors, str(written))
     return path.stat().st_size
 
 

@@ -109,7 +109,14 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
 def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainConfig, device, dtype,
              full_lm_head: torch.Tensor) -> dict:
     """Held-out agreement with the target's argmax over its FULL vocabulary, per draft step, on the
-    continuation positions, and the expected accepted length of a greedy chain (chain tau)."""
+    continuation positions, and the expected accepted length of a greedy chain (chain tau). Matmuls in `dtype`
+    (bfloat16 under autocast, as in training)."""
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        return _evaluate(head, held_out, config, device, dtype, full_lm_head)
+
+
+def _evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainConfig, device, dtype,
+              full_lm_head: torch.Tensor) -> dict:
     head.eval()
     steps = config.unroll
     correct = torch.zeros(steps)
@@ -259,8 +266,7 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
                              started, extra_config) -> bool:
     """Evaluate, save the head if it is the best so far, checkpoint; returns True to stop early."""
     state.train_seconds = time.monotonic() - started
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-        metrics = evaluate(head, held_out, config, device, dtype, full_lm_head) if held_out else {"chain_tau": 0.0}
+    metrics = evaluate(head, held_out, config, device, dtype, full_lm_head) if held_out else {"chain_tau": 0.0}
     row = {"step": state.step, "tokens_seen": state.tokens_seen, "train_seconds": round(state.train_seconds, 1),
            **metrics}
     state.history.append(row)
