@@ -15,7 +15,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-
 from nestling.daemon.models.eagle_head import load_head
 from nestling.daemon.models.target import load_target
 from nestling.daemon.training.config import TrainConfig
