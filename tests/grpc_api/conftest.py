@@ -81,7 +81,9 @@ def model_folder(tmp_path_factory):
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory, model_folder, monkeypatch_module):
     monkeypatch_module.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
-    running = start_daemon(tmp_path_factory.mktemp("d"), model_folder)
+    # fixed prefill chunks: chunks paced in time follow the tiny model's (deliberately slowed, noisy) timings, so a
+    # test that a request stops a prefill "within a chunk" would depend on the machine (paced: tests/service)
+    running = start_daemon(tmp_path_factory.mktemp("d"), model_folder, prefill_chunk_tokens=128)
     yield running
     stop_daemon(running)
 
