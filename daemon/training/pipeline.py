@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import platform
 import random
 import time
@@ -26,7 +27,7 @@ from .distill import DistilledSequence, batching_order, distill
 from .samples import make_samples
 from .stopping import StopSignal, TrainingStopped
 from .config import DataConfig, TrainConfig
-from .trainer import TrainState, train_head
+from .trainer import TrainState, read_checkpoint, train_head
 from .vocab import coverage, draft_vocabulary
 
 
@@ -145,18 +146,53 @@ def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
     vocab_path = out_dir / "draft_vocab.pt"
     draft_ids = None
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
-        if vocab_path.exists():
-            draft_ids = torch.load(vocab_path, weights_only=True)
-            count = draft_ids.numel() if isinstance(draft_ids, torch.Tensor) else None
-            if count != min(data.draft_vocab, target.config.vocab_size):
-                found = "not a draft vocabulary" if count is None else f"a draft vocabulary of {count} tokens"
-                raise ValueError(f"{vocab_path}: {found}, not the {data.draft_vocab} asked for; start over with "
-                                 "--no-resume")
-        else:
+        draft_ids = saved_draft_vocabulary(vocab_path, data.draft_vocab)
+        if draft_ids is None:
             draft_ids = draft_vocabulary((s.tokens.tolist() for s in train_set), data.draft_vocab,
                                          target.config.vocab_size, always=target.stop_token_ids)
             torch.save(draft_ids, vocab_path)
     return head_from_target(target, draft_ids, layers)
+
+
+def saved_draft_vocabulary(vocab_path: Path, size: int) -> torch.Tensor | None:
+    """The draft vocabulary an earlier sitting of this run counted (None when there is none yet); a ValueError
+    when the file is unreadable or holds another size than `size`."""
+    if not vocab_path.exists():
+        return None
+    try:
+        draft_ids = torch.load(vocab_path, weights_only=True)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError):
+        draft_ids = None
+    count = draft_ids.numel() if isinstance(draft_ids, torch.Tensor) else None
+    if count != size:
+        found = "not a draft vocabulary" if count is None else f"a draft vocabulary of {count} tokens"
+        raise ValueError(f"{vocab_path}: {found}, not the {size} asked for; start over with --no-resume")
+    return draft_ids
+
+
+def check_resumable(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path) -> None:
+    """Before any distilling: a ValueError when out_dir holds a checkpoint or draft vocabulary made with other
+    head settings (--fused-features, --draft-vocab, --init-head) than this run's, or an unreadable one."""
+    if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
+        saved_draft_vocabulary(out_dir / "draft_vocab.pt", data.draft_vocab)
+    checkpoint = out_dir / "checkpoint.pt"
+    if not checkpoint.exists():
+        return
+    saved = read_checkpoint(checkpoint)
+    fused = any(name.startswith("fuse.") for name in saved["head"])
+    if fused != data.fused_features:
+        raise ValueError(f"{checkpoint}: made with --fused-features {str(fused).lower()}, not "
+                         f"{str(data.fused_features).lower()}; give the same setting, another --out, or start "
+                         "over with --no-resume")
+    saved_init = saved["config"].get("init_head")
+    if _same_path(saved_init) != _same_path(train.init_head):
+        raise ValueError(f"{checkpoint}: made with --init-head {saved_init or '(none)'}, not "
+                         f"{train.init_head or '(none)'}; give the same head, another --out, or start over with "
+                         "--no-resume")
+
+
+def _same_path(path: str | None) -> Path | None:
+    return Path(path).expanduser().resolve() if path else None
 
 
 def mean_feature_rms(sequences: list[DistilledSequence], limit: int = 256) -> float:
@@ -178,6 +214,7 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
          should_stop: Callable[[], bool]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    check_resumable(target, data, train, out_dir)
     init = load_head(train.init_head, target) if train.init_head else None
     train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init),
                                                should_stop)

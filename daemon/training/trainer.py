@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -249,17 +250,34 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     return state
 
 
+def read_checkpoint(checkpoint: Path, device="cpu") -> dict:
+    """The saved training state: {"head", "optimizer", "state", "config"} (tensors and plain data only, loaded
+    without unpickling code); a ValueError naming the file when it is unreadable."""
+    try:
+        saved = torch.load(checkpoint, map_location=device, weights_only=True)
+        if not isinstance(saved, dict) or not {"head", "optimizer", "state", "config"} <= saved.keys():
+            raise ValueError("not a train-head checkpoint")
+        return saved
+    except (RuntimeError, ValueError, KeyError, TypeError, EOFError, OSError, pickle.UnpicklingError) as exc:
+        raise ValueError(f"{checkpoint}: cannot resume from it ({_reason(exc)}); start over with --no-resume") \
+            from None
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+
+
 def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> TrainState:
     """Load a checkpoint into `head` and `optimizer`; a ValueError naming it when it is unreadable or was made for
     another head (other feature layers, draft vocabulary or starting head)."""
+    saved = read_checkpoint(checkpoint, device)
     try:
-        saved = torch.load(checkpoint, map_location=device, weights_only=False)
         head.load_state_dict(saved["head"], strict=False)
         optimizer.load_state_dict(saved["optimizer"])
         return TrainState(**saved["state"])
-    except (RuntimeError, ValueError, KeyError, TypeError, EOFError, OSError) as exc:
-        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"{checkpoint}: cannot resume from it ({reason}); start over with --no-resume") from None
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{checkpoint}: cannot resume from it ({_reason(exc)}); start over with --no-resume") \
+            from None
 
 
 def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device, dtype,

@@ -308,6 +308,35 @@ def test_a_trained_plain_head_fine_tunes_on_fused_features_from_where_it_stood(t
         target.use_feature_layers(())
 
 
+def test_a_resume_with_other_head_settings_is_refused_before_anything_is_distilled(tmp_path, target, corpus,
+                                                                                     monkeypatch):
+    from nestling.daemon.training import pipeline
+
+    fused = DataConfig(corpus=[str(corpus)], fused_features=True, **DATA)
+    config = TrainConfig(unroll=2, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
+    try:
+        run_training(target, fused, config, tmp_path / "out", progress=False)
+    finally:
+        target.use_feature_layers(())
+    def no_distilling(*args, **kwargs):
+        raise AssertionError("distilled before the checkpoint was checked")
+    monkeypatch.setattr(pipeline, "prepare_data", no_distilling)
+    longer = TrainConfig(**{**config.__dict__, "max_steps": 4})
+    plain = DataConfig(**{**fused.__dict__, "fused_features": False})
+    with pytest.raises(ValueError, match="checkpoint.pt: made with --fused-features true, not false"):
+        run_training(target, plain, longer, tmp_path / "out", progress=False)
+    with pytest.raises(ValueError, match="checkpoint.pt: made with --init-head \\(none\\), not .*plain"):
+        run_training(target, fused, TrainConfig(**{**longer.__dict__, "init_head": str(tmp_path / "plain")}),
+                     tmp_path / "out", progress=False)
+    with pytest.raises(ValueError, match="draft_vocab.pt: a draft vocabulary of 200 tokens, not the 150 asked for"):
+        run_training(target, DataConfig(**{**fused.__dict__, "draft_vocab": 150}), longer, tmp_path / "out",
+                     progress=False)
+    checkpoint = tmp_path / "out" / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="checkpoint.pt: cannot resume from it .*--no-resume"):
+        run_training(target, fused, longer, tmp_path / "out", progress=False)
+
+
 def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
     from nestling.daemon.training import trainer
 
