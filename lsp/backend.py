@@ -13,7 +13,7 @@ from typing import Callable
 
 import grpc
 
-from ..daemon.grpc_api.client import AsyncClient, full_text_request, prefill_request, target_for
+from ..daemon.grpc_api.client import AsyncClient, full_text_request, prefill_request, target_for, user_daemon
 
 log = logging.getLogger(__name__)
 LINE_MODE_CODES = {"auto": 0, "single": 1, "multi": 2}
@@ -51,8 +51,12 @@ class DaemonBackend:
     """Talks to the user's daemon; starts it when none answers, and reconnects if it restarts."""
 
     def __init__(self, socket: str | None, tcp: str | None, token: str | None, auto_start: bool, serve_args=()):
-        self.target = target_for(socket, tcp)
-        self.token = token
+        self.config_problem = None  # the config file cannot be read: every request says so (as `nestling serve` would)
+        try:  # the editor's settings, else the config file's socket and token (those `nestling serve` uses)
+            self.target, self.token = user_daemon(socket, tcp, token)
+        except ValueError as exc:
+            self.config_problem = str(exc)
+            self.target, self.token = target_for(socket, tcp), token
         self.auto_start = auto_start and tcp is None
         self.socket = socket
         self.serve_args = list(serve_args)  # extra `nestling serve` flags for an auto-started daemon
@@ -63,6 +67,8 @@ class DaemonBackend:
         await self.client.close()
 
     async def ensure_ready(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
+        if self.config_problem:
+            raise BackendError(self.config_problem)
         if await self.client.serving(timeout=1.0):
             return
         if not self.auto_start:

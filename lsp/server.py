@@ -172,12 +172,12 @@ def daemon_backend_factory(serve_args=()):
     return lambda s: DaemonBackend(s.socket, s.tcp, s.token, s.auto_start, serve_args)
 
 
-def embedded_backend_factory(load_runtime):
+def embedded_backend_factory(load_runtime, config=None):
     backend = {}
 
     def make(settings: Settings):
         if "instance" not in backend:  # one engine per process, whatever the settings say later
-            backend["instance"] = EmbeddedBackend(load_runtime)
+            backend["instance"] = EmbeddedBackend(load_runtime, config)
         return backend["instance"]
 
     return make

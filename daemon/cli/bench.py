@@ -66,9 +66,9 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--open-delay", type=float, metavar="SECONDS",
                    help="--target open: send the completion this long after the prefill instead of when it ends "
                         "(the user types before the prefill is done)")
-    p.add_argument("--socket", help="--target grpc/open: the daemon's socket (default: the user's daemon)")
+    p.add_argument("--socket", help="--target grpc/open: the daemon's socket (default: the configured one)")
     p.add_argument("--tcp", help="--target grpc/open: the daemon's HOST:PORT instead of the socket")
-    p.add_argument("--token", help="--target grpc/open: bearer token, if the daemon requires one")
+    p.add_argument("--token", help="--target grpc/open: bearer token, if the daemon requires one (default: the configured one)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
@@ -256,10 +256,10 @@ def run_openings(args) -> int:
 @contextmanager
 def serving_daemon(args):
     """A client of the daemon at --socket / --tcp (default: the user's); a clear error if none serves there."""
-    from ..grpc_api.client import Client, target_for
+    from ..grpc_api.client import Client, user_daemon
 
-    address = target_for(args.socket, args.tcp)
-    with Client(address, args.token) as client:
+    address, token = user_daemon(args.socket, args.tcp, args.token)
+    with Client(address, token) as client:
         if not client.serving():
             raise ValueError(f"no daemon serving at {address}; start one with `nestling serve --detach`")
         yield client

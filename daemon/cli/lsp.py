@@ -29,10 +29,7 @@ def run(args) -> int:
         if getattr(args, flag):
             model_flags += [f"--{flag}", str(getattr(args, flag))]
     if args.embedded:
-        from ..runtime import load_runtime
-
-        factory = embedded_backend_factory(lambda: load_runtime(args.model, args.head, args.device, args.dtype,
-                                                                progress=False))
+        factory = embedded_backend_factory(*_embedded_engine(args))
     else:
         factory = daemon_backend_factory(model_flags)
     server = build_server(factory)
@@ -41,3 +38,22 @@ def run(args) -> int:
     else:
         server.start_io()
     return 0
+
+
+def _embedded_engine(args):
+    """(load_runtime, ServiceConfig) for --embedded: the config file's settings under the flags given, as the
+    daemon would run them; a config file that cannot be read fails the model load, which every request reports."""
+    from ..runtime import load_runtime
+    from ..service.config import load_config
+
+    try:
+        config, _ = load_config({flag: getattr(args, flag) for flag in ("model", "head", "device", "dtype")})
+    except ValueError as exc:
+        problem = str(exc)
+
+        def fail():
+            raise ValueError(problem)
+        return fail, None
+    return (lambda: load_runtime(config.model, config.head, config.device, config.dtype, progress=False,
+                                 static_shapes=config.static_shapes, draft_gate=config.draft_gate,
+                                 packed_weights=config.packed_weights)), config

@@ -16,13 +16,12 @@ def add_parser(sub, add_model_options) -> None:
 def run(args) -> int:
     import grpc
 
-    from ..grpc_api.client import Client, target_for
+    from ..grpc_api.client import Client, user_daemon
     from ..grpc_api.daemon_lock import DaemonError, DaemonLock
-    from ..service.config import load_config, runtime_dir
+    from ..service.config import runtime_dir
 
-    config, _ = load_config({"socket": args.socket, "tcp": args.tcp, "token": args.token})
-    address = target_for(config.socket_path, args.tcp)
-    with Client(address, config.token) as client:
+    address, token = user_daemon(args.socket, args.tcp, args.token)
+    with Client(address, token) as client:
         if not client.serving():
             print(f"no nestling daemon serving at {address}; start one with `nestling serve --detach`")
             return 1

@@ -22,6 +22,17 @@ def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
     return f"unix:{socket}"
 
 
+def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
+                token: str | None = None) -> tuple[str, str | None]:
+    """The gRPC target and bearer token of the user's daemon: the values given, else the config file's socket and
+    token (the daemon listens on its socket even when it also listens on TCP), else the defaults. A ValueError
+    names a config file that cannot be read."""
+    from ..service.config import load_config
+
+    config, _ = load_config({"socket": str(socket) if socket else None, "token": token})
+    return target_for(config.socket_path, tcp), config.token
+
+
 # The daemon is local: after a failed connection (it is starting or restarting), try again within a second
 # instead of gRPC's default backoff, which grows to two minutes.
 CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))

@@ -90,6 +90,10 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {', '.join(sorted(names))})")
+        try:
+            _validate(ServiceConfig(**data))  # the file's own values first, so that an error names the file
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         values.update(data)
         sources.update({k: f"file {path}" for k in data})
     for key, value in (overrides or {}).items():

@@ -2,11 +2,13 @@
 
 import asyncio
 
+import pytest
+
 from conftest import MODEL
 from nestling.daemon.models.target import load_target
 from nestling.daemon.runtime import Runtime
 from nestling.daemon.speculative.drafter import TreeBudget
-from nestling.lsp.backend import BackendError, EmbeddedBackend, Opened, Query
+from nestling.lsp.backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query
 from tiny import informed_head
 
 TEXT = "import os\n\n\ndef main(path):\n    names = os.listdir(path)\n    return names\n" * 8
@@ -54,3 +56,58 @@ def test_a_model_that_fails_to_load_is_a_backend_error_each_time_and_the_progres
     reports, errors = asyncio.run(scenario())
     assert len(errors) == 2 and all(e.startswith("the model could not be loaded: ") and "no-model" in e for e in errors)
     assert reports == [("begin", "loading the model"), ("end", "the model failed to load")]
+
+
+def test_the_daemon_backend_finds_the_daemon_the_config_file_names(tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text(f'socket = "{tmp_path / "my.sock"}"\ntoken = "s3cret"\n')
+    monkeypatch.setenv("NESTLING_CONFIG", str(config))
+
+    async def scenario():
+        found = DaemonBackend(None, None, None, auto_start=False)
+        chosen = DaemonBackend(str(tmp_path / "editor.sock"), None, "t", auto_start=False)  # the editor's settings
+        for backend in (found, chosen):
+            await backend.close()
+        return (found.target, found.token), (chosen.target, chosen.token)
+
+    assert asyncio.run(scenario()) == ((f"unix:{tmp_path / 'my.sock'}", "s3cret"),
+                                       (f"unix:{tmp_path / 'editor.sock'}", "t"))
+
+
+def test_a_broken_config_file_is_the_error_each_request_gets_and_no_daemon_is_started(tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text("max_tokens = 'many'\n")
+    monkeypatch.setenv("NESTLING_CONFIG", str(config))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+
+    async def scenario():
+        backend = DaemonBackend(None, None, None, auto_start=True)
+        backend._start = None  # starting a daemon would fail the test
+        errors = []
+        for _ in range(2):
+            try:
+                await backend.ensure_ready()
+            except BackendError as exc:
+                errors.append(str(exc))
+        await backend.close()
+        return errors
+
+    assert asyncio.run(scenario()) == [f"{config}: setting max_tokens must be a non-negative integer, not 'many'"] * 2
+
+
+def test_the_embedded_engine_runs_with_the_config_files_settings_under_the_flags(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from nestling.daemon.cli.lsp import _embedded_engine
+
+    config = tmp_path / "config.toml"
+    config.write_text('mode = "ar"\nhead = "none"\nsuffix_tokens = 16\n')
+    monkeypatch.setenv("NESTLING_CONFIG", str(config))
+    flags = SimpleNamespace(model=None, head="untrained", device=None, dtype="float32")
+    _, service_config = _embedded_engine(flags)
+    assert (service_config.mode, service_config.head, service_config.suffix_tokens, service_config.dtype) == \
+        ("ar", "untrained", 16, "float32")
+    config.write_text("mode = 3\n")
+    load, _ = _embedded_engine(flags)
+    with pytest.raises(ValueError, match="setting mode must be one of"):
+        load()
