@@ -52,10 +52,11 @@ def tiny_head(target: TargetModel, seed: int = 1, draft_vocab: int | None = None
     return head.attach(target)
 
 
-def informed_head(target: TargetModel) -> EagleHead:
+def informed_head(target: TargetModel, draft_to_target: torch.Tensor | None = None) -> EagleHead:
     """A random-weight head that agrees with a tiny target often: the target's last layer applied to the
-    token embedding (a two-layer random model is close to that), so trees get deep accepted paths."""
-    head = EagleHead(head_config_from_target(target.config), input_norm=True).float()
+    token embedding (a two-layer random model is close to that), so trees get deep accepted paths.
+    `draft_to_target`: a reduced draft vocabulary (the target ids it may draft)."""
+    head = EagleHead(head_config_from_target(target.config), input_norm=True, draft_to_target=draft_to_target).float()
     head.layers[0].load_state_dict(target.model.model.layers[-1].state_dict())
     hidden = target.config.hidden_size
     with torch.no_grad():
