@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from nestling.daemon.grpc_api.client import full_text_request
 from nestling.daemon.grpc_api.server import DaemonError, check_tcp_address
+from nestling.daemon.service.completion import DeadlineExceeded, Superseded
 from nestling.proto import completion_pb2 as pb
 
 SOURCE = "import os\n\n\ndef main(path):\n    names = os.listdir(path)\n    return names\n\n\n"
@@ -50,7 +51,7 @@ def test_unary_and_streaming_agree(daemon):
     assert chunks[-1].done and not any(c.done for c in chunks[:-1])
     assert [i.text for i in chunks[-1].items] == [i.text for i in unary.items]
     streamed = "".join(c.text for c in chunks[:-1])
-    assert unary.items and streamed.startswith(unary.items[0].text.rstrip()[:5])
+    assert unary.items and unary.items[0].text and streamed.startswith(unary.items[0].text)
     assert unary.stats.tokens > 0 and unary.stats.region and unary.stats.mode == "spec"
 
 
@@ -60,6 +61,7 @@ def test_autoregressive_mode_gives_the_same_completion(daemon):
                                         mode=pb.DECODING_MODE_AUTOREGRESSIVE))
     assert [i.text for i in spec.items] == [i.text for i in ar.items]
     assert ar.stats.tau == pytest.approx(1.0) and ar.stats.mode == "ar"
+    assert spec.stats.tau > 1  # the same text though the speculative one really accepted drafts
 
 
 def test_prefix_reuse_gives_the_same_output_as_no_reuse(daemon):
@@ -101,13 +103,33 @@ def test_typing_the_first_character_shown_finds_its_prompt_prefilled_ahead(daemo
     assert after.prefills_ahead_used == before.prefills_ahead_used + 1 and after.prefills == before.prefills
 
 
-def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon):
+@pytest.fixture
+def outcomes(daemon, monkeypatch):
+    """How the daemon's completions ended, by URI: the result, or the exception the service raised."""
+    ended = {}
+    service = daemon.daemon.service
+    complete = service.complete
+
+    def recording(request, *args, **kwargs):
+        try:
+            ended[request.uri] = complete(request, *args, **kwargs)
+        except Exception as exc:
+            ended[request.uri] = exc
+            raise
+        return ended[request.uri]
+
+    monkeypatch.setattr(service, "complete", recording)
+    return ended
+
+
+def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon, outcomes):
     code, _ = code_of(lambda: daemon.client.complete(
         request(uri="file:///slow.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI), timeout=0.5))
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED
-    started = time.monotonic()
     assert daemon.client.complete(request(uri="file:///after.py")).stats.tokens > 0
-    assert time.monotonic() - started < 20  # the slow request did not keep the worker busy
+    # the slow request stopped early (the worker runs one job at a time: it has ended by now), at the deadline or
+    # at the cancel the deadline gives the call, whichever the engine saw first, instead of running to its end
+    assert isinstance(outcomes["file:///slow.py"], (DeadlineExceeded, Superseded))
 
 
 def test_a_newer_request_supersedes_the_running_one(daemon):
@@ -131,14 +153,13 @@ def test_a_newer_request_supersedes_the_running_one(daemon):
     assert daemon.client.stats().superseded == before + 1
 
 
-def test_client_cancel_stops_the_stream(daemon):
+def test_client_cancel_stops_the_stream(daemon, outcomes):
     call = daemon.client.stream(request(uri="file:///cancel.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI))
     first = next(call)
     assert first.text or first.done
     call.cancel()
-    started = time.monotonic()
     assert daemon.client.complete(request(uri="file:///next.py")).stats.tokens > 0
-    assert time.monotonic() - started < 20
+    assert isinstance(outcomes["file:///cancel.py"], Superseded)  # stopped by the cancel, not run to its end
 
 
 @pytest.mark.parametrize("make,code,field", [
@@ -176,8 +197,10 @@ def test_fuzzed_requests_never_crash_the_daemon(daemon, uri, language, text, cur
 
 
 def test_stats_report_the_model_and_latencies(daemon):
+    before = daemon.client.stats().requests
+    daemon.client.complete(request(uri="file:///counted.py"))
     stats = daemon.client.stats()
-    assert stats.requests > 0 and stats.head == "test" and stats.device == "cpu"
+    assert stats.requests == before + 1 and stats.head == "test" and stats.device == "cpu"
     assert stats.time_to_first_token.p50_ms > 0 and stats.cache_documents > 0
 
 

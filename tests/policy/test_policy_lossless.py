@@ -69,6 +69,7 @@ def test_lookup_alone_accepts_repeated_code():
         prompt, stop=StopRule(max_new_tokens=30)).run()
     ar = SpeculativeEngine(target, NoDrafter).generate(prompt, stop=StopRule(max_new_tokens=30)).run()
     assert spec.tokens == ar.tokens
+    assert max(spec.stats.accepted_lengths) > 1 and spec.stats.target_forwards < ar.stats.target_forwards
 
 
 def test_merge_reuses_shared_prefixes_and_keeps_the_higher_value():

@@ -72,10 +72,14 @@ def test_windowed_drafting_is_lossless_with_prefix_reuse(target, head, context):
     spec = SpeculativeEngine(target, lambda: EagleDrafter(head, context=context), BUDGET)
     plain = SpeculativeEngine(target, NoDrafter)
     state = spec.new_state()
-    for prompt in (PROMPT, PROMPT[:30] + [11, 12], PROMPT[:5] + [13] * 30):
+    accepted = 0
+    for shared, prompt in ((0, PROMPT), (30, PROMPT[:30] + [11, 12]), (5, PROMPT[:5] + [13] * 30)):
         got = spec.generate(prompt, stop=StopRule(max_new_tokens=24), state=state).run()
         expected = plain.generate(prompt, stop=StopRule(max_new_tokens=24)).run()
         assert got.tokens == expected.tokens
+        assert got.stats.reused_tokens == shared  # the prompt the previous one shares is not computed again
+        accepted += sum(n - 1 for n in got.stats.accepted_lengths)
+    assert accepted > 0  # the windowed head's drafts do get accepted
 
 
 def test_an_empty_window_is_refused(head):
