@@ -95,11 +95,15 @@ class DaemonBackend:
                 if progress:
                     progress("report", f"loading the model ({time.monotonic() - started:.0f} s)")
         out, err = await process.communicate()
-        ok = process.returncode == 0 or (b"already running" in err and await self.client.serving(timeout=5.0))
+        started_ok = process.returncode == 0 or b"already running" in err
+        # wait for this channel to connect too: between reconnection attempts a call fails at once (UNAVAILABLE)
+        ok = started_ok and await self.client.serving(timeout=10.0)
         if progress:
             progress("end", "nestling daemon ready" if ok else "nestling daemon failed to start")
         if not ok:
-            raise BackendError("could not start the nestling daemon: " + err.decode(errors="replace").strip()[-500:])
+            reason = err.decode(errors="replace").strip()[-500:] if not started_ok else \
+                f"it started but does not answer at {self.target}"
+            raise BackendError(f"could not start the nestling daemon: {reason}")
 
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
         request = full_text_request(query.uri, query.text, query.cursor, query.language_id,

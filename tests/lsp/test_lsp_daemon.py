@@ -63,7 +63,7 @@ def request():
 @pytest.mark.asyncio(loop_scope="module")
 async def test_the_daemon_is_started_on_demand_with_progress(client: LanguageClient):
     result = await client.text_document_inline_completion_async(request())
-    assert result is not None and daemon_pid() is not None
+    assert result.items and daemon_pid() is not None  # the tiny model never stops: always a completion
     socket = RUNTIME / "nestling" / "daemon.sock"
     assert socket.exists() and (socket.stat().st_mode & 0o777) == 0o600
     progress = [str(v) for values in client.progress_reports.values() for v in values]
@@ -88,4 +88,4 @@ async def test_completion_after_the_daemon_restarts(client: LanguageClient):
     first = daemon_pid()
     stop_daemon()
     result = await client.text_document_inline_completion_async(request())  # starts it again, reconnects
-    assert result is not None and daemon_pid() not in (None, first)
+    assert result.items and daemon_pid() not in (None, first)  # a completion from the new daemon

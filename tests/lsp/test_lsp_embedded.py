@@ -37,9 +37,9 @@ def inline_params(line, character, kind=types.InlineCompletionTriggerKind.Automa
 @pytest.mark.asyncio(loop_scope="module")
 async def test_automatic_inline_completion_gives_one_item_on_one_line(client: LanguageClient):
     result = await client.text_document_inline_completion_async(inline_params(5, 4))
-    assert len(result.items) <= 1
+    assert len(result.items) == 1  # the tiny test model never stops, so there is always a completion
     for item in result.items:
-        assert item.insert_text.strip()
+        assert item.insert_text.strip() and "\n" not in item.insert_text
         assert item.range.start == item.range.end == types.Position(line=5, character=4)  # insert at the cursor
 
 
@@ -57,6 +57,7 @@ async def test_items_extend_the_selected_completion(client: LanguageClient):
         range=types.Range(start=types.Position(line=4, character=16), end=types.Position(line=4, character=18)),
         text="os.path")
     result = await client.text_document_inline_completion_async(inline_params(4, 18, selected=selected))
+    assert result.items
     for item in result.items:
         assert item.insert_text.startswith("os.path")
         assert item.range.start == selected.range.start and item.range.start.line == item.range.end.line
@@ -66,7 +67,7 @@ async def test_items_extend_the_selected_completion(client: LanguageClient):
 async def test_completion_fallback_carries_the_whole_completion(client: LanguageClient):
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line=4, character=14)))
-    assert len(result.items) <= 1
+    assert len(result.items) == 1
     for item in result.items:
         assert item.text_edit.new_text.startswith("os")  # the word before the cursor is part of the edit
         assert item.text_edit.range.start == types.Position(line=4, character=12)
@@ -81,7 +82,7 @@ async def test_incremental_edits_then_complete(client: LanguageClient):
             range=types.Range(start=types.Position(line=5, character=4), end=types.Position(line=5, character=4)),
             text="names.sort(")]))
     result = await client.text_document_inline_completion_async(inline_params(5, 15))
-    assert result is not None
+    assert len(result.items) == 1 and result.items[0].insert_text.strip()
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -92,7 +93,7 @@ async def test_bad_positions_and_unknown_documents_are_errors_not_crashes(client
         await client.text_document_inline_completion_async(inline_params(99, 0))
     with pytest.raises(Exception, match="not open"):
         await client.text_document_inline_completion_async(inline_params(0, 0, uri="file:///nowhere.py"))
-    assert await client.text_document_inline_completion_async(inline_params(5, 4)) is not None  # still serving
+    assert len((await client.text_document_inline_completion_async(inline_params(5, 4))).items) == 1  # serving
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -112,13 +113,11 @@ async def test_disabled_languages_and_huge_documents_get_empty_results(client: L
 @pytest.mark.asyncio(loop_scope="module")
 async def test_cancel_request_stops_a_long_completion(client: LanguageClient):
     import asyncio
-    import time
 
     from pygls.exceptions import JsonRpcRequestCancelled
 
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"nestling": {"maxTokens": 1000, "lineMode": "multi"}}))
-    started = time.monotonic()
     future = client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(7, 0),
                                           msg_id="long-request")
     # The tiny model never stops by itself but is fast: on a Zen 4 EPYC 1,000 tokens took under 50 ms once the
@@ -129,10 +128,9 @@ async def test_cancel_request_stops_a_long_completion(client: LanguageClient):
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="long-request"))
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wrap_future(future)
-    assert time.monotonic() - started < 5  # a thousand tokens would take far longer
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"nestling": {"maxTokens": 8, "lineMode": "auto"}}))
-    assert await client.text_document_inline_completion_async(inline_params(5, 4)) is not None
+    assert len((await client.text_document_inline_completion_async(inline_params(5, 4))).items) == 1
 
 
 @pytest.mark.asyncio(loop_scope="module")
