@@ -42,16 +42,18 @@ def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, so
     ar = nestling("complete", source, "--line", 5, "--col", 5, "--model", model_dir, "--head", head_dir,
                   "--dtype", "float32", "--max-tokens", 12, "--json", "--mode", "ar")
     assert spec.returncode == 0, spec.stderr
+    assert ar.returncode == 0, ar.stderr
     spec_out, ar_out = json.loads(spec.stdout), json.loads(ar.stdout)
-    assert spec_out["text"] == ar_out["text"]
+    assert spec_out["text"] == ar_out["text"] and spec_out["stats"]["new_tokens"] == ar_out["stats"]["new_tokens"] > 0
     assert {"tau", "new_tokens", "total_ms", "prefill_ms", "draft_ms", "verify_ms"} <= set(spec_out["stats"])
     assert ar_out["stats"]["tau"] == 1.0
 
 
 def test_complete_plain_prints_text_then_stats_on_stderr(model_dir, source):
-    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--head", "none",
-                      "--max-tokens", 5)
+    flags = ("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--head", "none", "--max-tokens", 5)
+    result, as_json = nestling(*flags), nestling(*flags, "--json")
     assert result.returncode == 0, result.stderr
+    assert result.stdout == json.loads(as_json.stdout)["text"] + "\n"  # the completion alone on stdout
     assert "tokens, mode spec" in result.stderr
 
 

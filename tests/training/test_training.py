@@ -186,6 +186,8 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     assert (tmp_path / "out" / "head" / "CARD.md").read_text().startswith("# EAGLE head")
     head = load_head(tmp_path / "out" / "head", target)
     assert head.draft_vocab_size == 200 and head.input_norm
+    # the saved head drafts from the vocabulary the run counted (a scrambled mapping would still decode losslessly)
+    assert torch.equal(head.draft_to_target.cpu(), torch.load(tmp_path / "out" / "draft_vocab.pt"))
     spec = SpeculativeEngine(target, lambda: EagleDrafter(head), TreeBudget(top_k=4, depth=4, total_tokens=12))
     ar = SpeculativeEngine(target, NoDrafter)
     for prompt in ([5, 6, 7, 8, 9], [40, 41, 42], list(range(100, 130))):
@@ -348,7 +350,7 @@ def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
     assert trainer.compute_dtype_for(TrainConfig(autocast=True), cpu) == torch.float32
 
 
-def test_a_checkpoint_cut_short_or_a_stale_vocabulary_is_named_and_the_saved_head_stays(tmp_path, target, corpus):
+def test_a_checkpoint_cut_short_is_named_and_the_saved_head_stays(tmp_path, target, corpus):
     data = DataConfig(corpus=[str(corpus)], **DATA)
     config = TrainConfig(unroll=2, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
     run_training(target, data, config, tmp_path / "out", progress=False)
@@ -360,10 +362,6 @@ def test_a_checkpoint_cut_short_or_a_stale_vocabulary_is_named_and_the_saved_hea
     with pytest.raises(ValueError, match="checkpoint.pt: cannot resume from it .*--no-resume"):
         run_training(target, data, longer, tmp_path / "out", progress=False)
     assert (tmp_path / "out" / "head" / "model.safetensors").read_bytes() == head_bytes
-    checkpoint.unlink()
-    with pytest.raises(ValueError, match="draft_vocab.pt: a draft vocabulary of 200 tokens, not the 150 asked for"):
-        run_training(target, DataConfig(**{**data.__dict__, "draft_vocab": 150}), longer, tmp_path / "out",
-                     progress=False)
 
 
 def test_a_shard_cut_short_is_named_and_a_removed_shard_is_not_written_over(tmp_path, target, corpus):
