@@ -162,3 +162,16 @@ def test_further_alternatives_seed_past_the_largest_seed_by_wrapping():
     assert seeds == [2**64 - 1, 0, 1]
     for seed in seeds:
         torch.Generator().manual_seed(seed)  # each is a seed torch takes
+
+
+def test_alternatives_are_distinct_samples_after_the_greedy_completion(runtime):
+    service = CompletionService(runtime, ServiceConfig(max_tokens=16))
+    ask = dict(text=DOCUMENT, cursor=len(DOCUMENT), line_mode="multi")
+    greedy = service.complete(CompletionRequest(uri="file:///one.py", **ask))
+    three = service.complete(CompletionRequest(uri="file:///three.py", alternatives=3, seed=7, **ask))
+    texts = [item.text for item in three.items]
+    assert texts[0] == greedy.items[0].text  # the first is what the model writes greedily
+    assert len(texts) >= 2 and len(set(texts)) == len(texts)  # the others are samples, duplicates dropped
+    ar = dict(alternatives=3, seed=7, mode="ar", **ask)  # autoregressive samples repeat for a seed
+    assert [i.text for i in service.complete(CompletionRequest(uri="file:///ar1.py", **ar)).items] == \
+        [i.text for i in service.complete(CompletionRequest(uri="file:///ar2.py", **ar)).items]
