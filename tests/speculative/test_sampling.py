@@ -17,25 +17,44 @@ PROMPT = [1, 2, 3]
 SAMPLES = 2500
 
 
-def exact_two_token_distribution(target, sampling):
-    """p(x1, x2 | prompt) computed from the target's full distributions."""
+def exact_distribution(target, sampling, length=3):
+    """p(x1 .. x_length | prompt) computed from the target's full distributions (1 + 8 + 64 forwards)."""
+    joint = {(): 1.0}
     with torch.no_grad():
-        first = target_probs(target.model(torch.tensor([PROMPT], device=target.device)).logits[0, -1], sampling)
-        joint = {}
-        for x1 in range(VOCAB):
-            second = target_probs(target.model(torch.tensor([PROMPT + [x1]], device=target.device)).logits[0, -1], sampling)
-            for x2 in range(VOCAB):
-                joint[(x1, x2)] = float(first[x1].cpu() * second[x2].cpu())
+        for _ in range(length):
+            longer = {}
+            for prefix, p in joint.items():
+                ids = torch.tensor([PROMPT + list(prefix)], device=target.device)
+                probs = target_probs(target.model(ids).logits[0, -1], sampling).cpu()
+                longer.update({prefix + (x,): p * float(probs[x]) for x in range(VOCAB)})
+            joint = longer
     return joint
 
 
-def sample_pairs(engine, sampling):
-    counts = dict.fromkeys(itertools.product(range(VOCAB), repeat=2), 0)
+def sample_triples(engine, sampling):
+    """Counts of the first three tokens: the first is the prefill's own sample, the second and third are
+    decided at depths 1 and 2 of the drafted trees."""
+    counts = dict.fromkeys(itertools.product(range(VOCAB), repeat=3), 0)
     for i in range(SAMPLES):
         seeded = Sampling(sampling.temperature, sampling.top_p, seed=i)
-        tokens = engine.generate(PROMPT, seeded, StopRule(max_new_tokens=2, stop_token_ids=(-1,))).run().tokens
+        tokens = engine.generate(PROMPT, seeded, StopRule(max_new_tokens=3, stop_token_ids=(-1,))).run().tokens
         counts[tuple(tokens)] += 1
     return counts
+
+
+def marginal(table, positions):
+    """`table` (token tuple -> count or probability) summed down to the tokens at `positions`."""
+    out = {}
+    for key, value in table.items():
+        short = tuple(key[i] for i in positions)
+        out[short] = out.get(short, 0) + value
+    return out
+
+
+def p_values(counts, joint):
+    """Chi-square p-values of the first two tokens' joint and of the third token alone."""
+    return (p_value(marginal(counts, (0, 1)), marginal(joint, (0, 1))),
+            p_value(marginal(counts, (2,)), marginal(joint, (2,))))
 
 
 def p_value(counts, joint):
@@ -66,33 +85,44 @@ def setup():
 @pytest.mark.parametrize("sampling", [Sampling(temperature=1.0), Sampling(temperature=0.7, top_p=0.8)])
 def test_speculative_sampling_follows_the_target_distribution(setup, sampling):
     target, engine = setup
-    counts = sample_pairs(engine, sampling)
-    assert p_value(counts, exact_two_token_distribution(target, sampling)) > 1e-3
+    pairs, third = p_values(sample_triples(engine, sampling), exact_distribution(target, sampling))
+    assert pairs > 1e-3 and third > 1e-3
 
 
-def test_the_statistical_check_catches_a_biased_acceptance_rule(setup, monkeypatch):
-    """A rule that always accepts the drafter's first child is not lossless; the check must notice."""
-    target, engine = setup
+def accept_first_child_below(depth: int):
+    """An acceptance rule that is right down to `depth` (the real one) and then always accepts the drafter's first
+    child: not lossless; the check must notice."""
+    from nestling.daemon.speculative.accept import accept_sampling
 
-    def accept_first_child(tree, logits, sampling, generator):
+    def rule(tree, logits, sampling, generator):
+        real = accept_sampling(tree, logits, sampling, generator)
+        if len(real.path) < depth:
+            return real
         children = tree.children()
-        path, node = [], 0
+        path, node = list(real.path[:depth]), real.path[depth - 1] if depth else 0
         while children[node]:
             node = children[node][0]
             path.append(node)
         bonus = int(torch.multinomial(target_probs(logits[node], sampling).cpu(), 1, generator=generator))
         return Acceptance(path=path, tokens=[int(tree.tokens[n]) for n in path] + [bonus], bonus=bonus)
 
+    return rule
+
+
+@pytest.mark.parametrize("depth", [0, 1])
+def test_the_statistical_check_catches_a_biased_acceptance_rule(setup, monkeypatch, depth):
+    """Biased from the first drafted level (the second token on) or only from the second (the third token)."""
+    target, engine = setup
     from nestling.daemon.speculative import engine as engine_module
-    monkeypatch.setattr(engine_module, "accept_sampling", accept_first_child)
+    monkeypatch.setattr(engine_module, "accept_sampling", accept_first_child_below(depth))
     sampling = Sampling(temperature=1.0)
-    counts = sample_pairs(engine, sampling)
-    assert p_value(counts, exact_two_token_distribution(target, sampling)) < 1e-3
+    pairs, third = p_values(sample_triples(engine, sampling), exact_distribution(target, sampling))
+    assert (pairs if depth == 0 else third) < 1e-3
 
 
 def test_autoregressive_sampling_is_seeded_and_reproducible(setup):
     target, _ = setup
     ar = SpeculativeEngine(target, NoDrafter)
-    runs = [ar.generate(PROMPT, Sampling(temperature=1.0, seed=11), StopRule(max_new_tokens=10)).run().tokens
-            for _ in range(2)]
-    assert runs[0] == runs[1]
+    runs = [ar.generate(PROMPT, Sampling(temperature=1.0, seed=seed), StopRule(max_new_tokens=10)).run().tokens
+            for seed in (11, 11, 12)]
+    assert runs[0] == runs[1] != runs[2]  # the seed decides the sample
