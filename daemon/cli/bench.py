@@ -68,7 +68,8 @@ def add_parser(sub, add_model_options) -> None:
                         "(the user types before the prefill is done)")
     p.add_argument("--socket", help="--target grpc/open: the daemon's socket (default: the configured one)")
     p.add_argument("--tcp", help="--target grpc/open: the daemon's HOST:PORT instead of the socket")
-    p.add_argument("--token", help="--target grpc/open: bearer token, if the daemon requires one (default: the configured one)")
+    p.add_argument("--token",
+                   help="--target grpc/open: bearer token, if the daemon requires one (default: the configured one)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
