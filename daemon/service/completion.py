@@ -315,7 +315,7 @@ class CompletionService:
         temperature = request.temperature
         if index > 0 and temperature == 0.0:
             temperature = 0.8  # further alternatives are samples
-        seed = None if request.seed is None else (request.seed + index) % 2**64  # torch seeds are 64-bit
+        seed = None if request.seed is None else (request.seed + index) % 2**64  # seeds are 64-bit
         return Sampling(temperature=temperature, top_p=request.top_p, seed=seed)
 
     @staticmethod

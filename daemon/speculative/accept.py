@@ -3,19 +3,22 @@
 Greedy: walk from the root, stepping to the child whose token equals the target's argmax at the
 current node; the argmax where no child matches is the bonus token.
 
-Sampling (temperature / top-p): at each node, the children are tried best draft score first. The
-drafter picked them deterministically (top-k), i.e. a point-mass proposal, so child x is accepted
-with probability p(x) under the current residual p; on rejection p(x) is zeroed and p renormalised.
-If all children are rejected the recovered (bonus) token is drawn from the residual. Every outcome has
-exactly the probability the target gives it, so the output distribution is the target's.
+Sampling (temperature / top-p): the same walk, with the target's token at each node drawn from its
+sampling distribution by the position-keyed draw (draws.py) for the index that token takes in the sequence. The
+drafter picked the children deterministically (top-k), so child x is accepted exactly when the target's draw is
+x: with probability p(x), the children together p(children); where no child holds the draw, the draw is the
+recovered (bonus) token. Every token is the target's own sample, so the output distribution is the target's,
+and for a given seed it is the very output autoregressive decoding gives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
+from .draws import draw, uniform
 from .tree import DraftTree
 
 
@@ -25,7 +28,7 @@ class Sampling:
 
     temperature: float = 0.0  # softmax temperature; 0 = greedy (argmax)
     top_p: float = 1.0  # nucleus mass kept before sampling; 1.0 = all
-    seed: int | None = None  # seeds the generator for reproducible samples
+    seed: int | None = None  # decides the samples (draws.py); None = a random one per generation
 
     @property
     def greedy(self) -> bool:
@@ -54,40 +57,27 @@ def target_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
 def accept_greedy(tree: DraftTree, logits: torch.Tensor) -> Acceptance:
     """Longest path whose tokens equal the target's argmax, plus the bonus."""
     predicted = logits.argmax(dim=-1).tolist()
+    return accept_path(tree, lambda node, depth: predicted[node])
+
+
+def accept_sampling(tree: DraftTree, logits: torch.Tensor, sampling: Sampling, seed: int, root_index: int
+                    ) -> Acceptance:
+    """Longest path whose tokens equal the target's samples, plus the bonus. `root_index`: the root's index in
+    the sequence (the token after a node of depth d takes index root_index + d + 1)."""
+    return accept_path(tree, lambda node, depth: draw(target_probs(logits[node], sampling),
+                                                      uniform(seed, root_index + depth + 1)))
+
+
+def accept_path(tree: DraftTree, target_token: Callable[[int, int], int]) -> Acceptance:
+    """Walk from the root, stepping to the child that holds `target_token(node, depth)`, the target's token
+    after the node; the first such token no child holds is the bonus."""
     tokens = tree.tokens.tolist()
     children = tree.children()
     node, path = 0, []
     while True:
-        want = predicted[node]
+        want = target_token(node, len(path))
         match = next((c for c in children[node] if tokens[c] == want), None)
         if match is None:
             return Acceptance(path=path, tokens=[tokens[n] for n in path] + [want], bonus=want)
         path.append(match)
         node = match
-
-
-def accept_sampling(tree: DraftTree, logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> Acceptance:
-    """Rejection sampling across siblings; the output follows the target's distribution exactly."""
-    tokens = tree.tokens.tolist()
-    children = tree.children()
-    node, path = 0, []
-    while True:
-        residual = target_probs(logits[node], sampling).cpu()
-        accepted = None
-        for child in children[node]:
-            token = tokens[child]
-            mass = float(residual[token])
-            if float(torch.rand((), generator=generator)) < mass:
-                accepted = child
-                break
-            residual[token] = 0.0
-            total = float(residual.sum())
-            if total <= 1e-12:  # the rejected children held all the mass: only rounding rejected this one
-                accepted = child
-                break
-            residual /= total
-        if accepted is None:
-            bonus = int(torch.multinomial(residual, 1, generator=generator))
-            return Acceptance(path=path, tokens=[tokens[n] for n in path] + [bonus], bonus=bonus)
-        path.append(accepted)
-        node = accepted

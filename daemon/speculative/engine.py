@@ -7,6 +7,7 @@ generation that follows reuses it as it reuses any earlier request's prompt.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import torch
 from ..models.kv_cache import keep_path
 from ..models.target import TargetModel
 from .accept import Acceptance, Sampling, accept_greedy, accept_sampling, target_probs
+from .draws import draw, uniform
 from .drafter import Drafter, DraftInput, NoDrafter, TreeBudget
 from .masks import causal_mask
 from .prefill_pace import PrefillPace
@@ -152,11 +154,9 @@ class Generation:
     def _steps(self) -> Iterator[list[int]]:
         target = self.engine.target
         clock = Clock(target.device)
-        generator = torch.Generator().manual_seed(self.sampling.seed) if self.sampling.seed is not None else None
-        if generator is None and not self.sampling.greedy:
-            generator = torch.Generator().manual_seed(torch.seed())
+        seed = secrets.randbits(64) if self.sampling.seed is None else self.sampling.seed
         stop_ids = set(self.stop.stop_token_ids or target.stop_token_ids)
-        root = self._prefill(clock, generator)
+        root = self._prefill(clock, seed)
         self.stats.prefill_ms = clock.since_start()
         chunk = self._admit([root], stop_ids)
         self.stats.first_token_ms = clock.since_start()
@@ -174,7 +174,7 @@ class Generation:
             )
             tree = self.state.drafter.propose(draft_input, self.budget or self.engine.budget_for(self.state))
             verify_start = clock.now()
-            acceptance = self._verify_and_commit(tree, generator)
+            acceptance = self._verify_and_commit(tree, seed)
             self.stats.draft_ms += verify_start - tree_start
             self.stats.verify_ms += clock.now() - verify_start
             self.stats.target_forwards += 1
@@ -187,7 +187,7 @@ class Generation:
         self.stats.new_tokens = len(self.tokens)
         self.stats.total_ms = clock.since_start()
 
-    def _prefill(self, clock: Clock, generator: torch.Generator | None) -> int:
+    def _prefill(self, clock: Clock, seed: int) -> int:
         """Compute the uncached part of the prompt; returns the first output token."""
         target, state = self.engine.target, self.state
         reuse = min(state.common_prefix(self.prompt), len(self.prompt) - 1)
@@ -195,21 +195,18 @@ class Generation:
         self.stats.prompt_tokens = len(self.prompt)
         self.stats.reused_tokens = reuse
         logits = extend(target, state, self.prompt[reuse:])
-        return self._pick(logits[-1], generator)
-
-    def _pick(self, logits: torch.Tensor, generator: torch.Generator | None) -> int:
         if self.sampling.greedy:
-            return int(logits.argmax())
-        return int(torch.multinomial(target_probs(logits, self.sampling).cpu(), 1, generator=generator))
+            return int(logits[-1].argmax())
+        return draw(target_probs(logits[-1], self.sampling), uniform(seed, len(self.prompt)))
 
-    def _verify_and_commit(self, tree, generator) -> Acceptance:
+    def _verify_and_commit(self, tree, seed: int) -> Acceptance:
         target, state = self.engine.target, self.state
         committed = len(state.tokens)
         out = verify_tree(target, state.cache, tree, committed)
         if self.sampling.greedy:
             acceptance = accept_greedy(tree, out.logits)
         else:
-            acceptance = accept_sampling(tree, out.logits, self.sampling, generator)
+            acceptance = accept_sampling(tree, out.logits, self.sampling, seed, committed)
         keep = torch.tensor([0] + acceptance.path, device=target.device)
         keep_path(state.cache, committed, keep)
         state.features.append(out.features.index_select(0, keep))

@@ -1,6 +1,7 @@
 import torch
 
 from nestling.daemon.speculative.accept import Sampling, accept_greedy, accept_sampling, target_probs
+from nestling.daemon.speculative.draws import uniform
 from nestling.daemon.speculative.tree import DraftTree
 
 
@@ -34,9 +35,22 @@ def test_greedy_rejects_everything():
 
 
 def test_sampling_with_certain_target_accepts_like_greedy():
-    gen = torch.Generator().manual_seed(0)
-    result = accept_sampling(tree(), one_hot_logits([7, 9, 0, 4]) * 10, Sampling(temperature=1.0), gen)
+    result = accept_sampling(tree(), one_hot_logits([7, 9, 0, 4]) * 10, Sampling(temperature=1.0), 0, 30)
     assert result.tokens == [7, 9, 4]
+
+
+def test_sampling_accepts_the_child_holding_the_draw_for_its_index():
+    """Root: tokens 7 and 8 at 1/2 each; 7 is drawn where the uniform for the root's next index is below 1/2.
+    Below 7 (node 1) the target is certain of 9, so that path goes on to 9."""
+    logits = one_hot_logits([7, 9, 0, 4]) * 10
+    logits[0, 8] = logits[0, 7]
+    seen = set()
+    for seed in range(20):
+        result = accept_sampling(tree(), logits, Sampling(temperature=1.0), seed, 30)
+        first = 7 if uniform(seed, 31) < 0.5 else 8
+        assert result.tokens == ([7, 9, 4] if first == 7 else [8, 0])  # node 2 (8): the target then says 0
+        seen.add(first)
+    assert seen == {7, 8}
 
 
 def test_top_p_keeps_the_nucleus():

@@ -1,4 +1,5 @@
-"""Lossless contract: speculative greedy output == autoregressive greedy output, token for token (float32)."""
+"""Lossless contract: speculative output == autoregressive output, token for token (float32): greedy, and sampled
+with the same seed."""
 
 from functools import lru_cache
 
@@ -8,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nestling.daemon.models.eagle_head import fused_from_plain, grafted_feature_layers, head_from_target
+from nestling.daemon.speculative.accept import Sampling
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
@@ -43,15 +45,15 @@ def head(arch: str, kind: str):
     return tiny_head(t, seed=3, draft_vocab=VOCAB // 2)
 
 
-def ar_tokens(arch, prompt, max_new):
+def ar_tokens(arch, prompt, max_new, sampling=None):
     engine = SpeculativeEngine(target(arch), NoDrafter)
-    return engine.generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    return engine.generate(prompt, sampling, stop=StopRule(max_new_tokens=max_new)).run()
 
 
-def spec_run(arch, kind, prompt, max_new, budget):
+def spec_run(arch, kind, prompt, max_new, budget, sampling=None):
     fused_kind = kind if kind.endswith("fused") else ""
     engine = SpeculativeEngine(target(arch, fused_kind), lambda: EagleDrafter(head(arch, kind)), budget)
-    return engine.generate(prompt, stop=StopRule(max_new_tokens=max_new)).run()
+    return engine.generate(prompt, sampling, stop=StopRule(max_new_tokens=max_new)).run()
 
 
 budgets = st.builds(TreeBudget, top_k=st.integers(1, 8), depth=st.integers(1, 7), total_tokens=st.integers(0, 48))
@@ -64,6 +66,21 @@ prompts = st.lists(st.integers(0, VOCAB - 2), min_size=1, max_size=40)
 def test_speculative_greedy_equals_autoregressive(arch, kind, prompt, budget, max_new):
     expected = ar_tokens(arch, prompt, max_new)
     got = spec_run(arch, kind, prompt, max_new, budget)
+    assert got.tokens == expected.tokens
+    assert got.stats.stop_reason == expected.stats.stop_reason
+
+
+samplings = st.builds(Sampling, temperature=st.sampled_from([0.3, 0.7, 1.0, 1.5]),
+                      top_p=st.sampled_from([1.0, 0.9, 0.5]), seed=st.integers(0, 2**64 - 1))
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(["qwen2", "llama"]), kind=st.sampled_from(HEADS), prompt=prompts,
+       budget=budgets, max_new=st.integers(1, 48), sampling=samplings)
+def test_seeded_speculative_sampling_equals_seeded_autoregressive_sampling(arch, kind, prompt, budget, max_new,
+                                                                           sampling):
+    expected = ar_tokens(arch, prompt, max_new, sampling)
+    got = spec_run(arch, kind, prompt, max_new, budget, sampling)
     assert got.tokens == expected.tokens
     assert got.stats.stop_reason == expected.stats.stop_reason
 
@@ -83,6 +100,22 @@ def test_agreeing_heads_get_drafted_tokens_accepted_and_stay_lossless(arch, kind
     assert beyond_root > 0, taus  # a drafter that never agreed (a scrambled draft vocabulary, say) gets none
     if kind == "informed":  # with the full vocabulary most of the tiny target's tokens are draftable
         assert sum(taus) / len(taus) > 1.3, taus
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "llama"])
+@pytest.mark.parametrize("kind", INFORMED)
+def test_agreeing_heads_get_samples_accepted_and_write_what_autoregressive_sampling_writes(arch, kind):
+    """Sampling, the trees are verified too (drafted tokens accepted), and each seed gives the output the
+    autoregressive loop gives for it; the seed decides the sample (one prompt, six seeds, six outputs)."""
+    outputs, beyond_root, prompt = [], 0, [3, 1, 4, 1, 5, 9, 2, 6]
+    for seed, budget in enumerate([TreeBudget(4, 5, 20), TreeBudget(1, 6, 6), TreeBudget(8, 3, 40)] * 2):
+        sampling = Sampling(temperature=0.7, seed=seed)
+        got = spec_run(arch, kind, prompt, 40, budget, sampling)
+        assert got.tokens == ar_tokens(arch, prompt, 40, sampling).tokens
+        outputs.append(tuple(got.tokens))
+        beyond_root += sum(n - 1 for n in got.stats.accepted_lengths)
+    assert beyond_root > 0
+    assert len(set(outputs)) == len(outputs)
 
 
 def test_streamed_chunks_concatenate_to_the_output():

@@ -8,6 +8,7 @@ from scipy.stats import chisquare
 
 from nestling.daemon.speculative.accept import Acceptance, Sampling, target_probs
 from nestling.daemon.speculative.drafter import NoDrafter, TreeBudget
+from nestling.daemon.speculative.draws import draw, uniform
 from nestling.daemon.speculative.eagle_drafter import EagleDrafter
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from tiny import informed_head, tiny_target
@@ -94,8 +95,8 @@ def accept_first_child_below(depth: int):
     child: not lossless; the check must notice."""
     from nestling.daemon.speculative.accept import accept_sampling
 
-    def rule(tree, logits, sampling, generator):
-        real = accept_sampling(tree, logits, sampling, generator)
+    def rule(tree, logits, sampling, seed, root_index):
+        real = accept_sampling(tree, logits, sampling, seed, root_index)
         if len(real.path) < depth:
             return real
         children = tree.children()
@@ -103,7 +104,7 @@ def accept_first_child_below(depth: int):
         while children[node]:
             node = children[node][0]
             path.append(node)
-        bonus = int(torch.multinomial(target_probs(logits[node], sampling).cpu(), 1, generator=generator))
+        bonus = draw(target_probs(logits[node], sampling), uniform(seed, root_index + len(path) + 1))
         return Acceptance(path=path, tokens=[int(tree.tokens[n]) for n in path] + [bonus], bonus=bonus)
 
     return rule
