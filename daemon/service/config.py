@@ -87,6 +87,8 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
             raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: not valid TOML ({exc})") from exc
+        except OSError as exc:  # unreadable (permissions), or gone since is_file()
+            raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {', '.join(sorted(names))})")
