@@ -18,8 +18,8 @@ import torch
 from ..models.kv_cache import keep_path
 from ..models.target import TargetModel
 from .accept import Acceptance, Sampling, accept_greedy, accept_sampling, target_probs
-from .draws import draw, uniform
 from .drafter import Drafter, DraftInput, NoDrafter, TreeBudget
+from .draws import draw, uniform
 from .masks import causal_mask
 from .prefill_pace import PrefillPace
 from .sequence import SequenceState
