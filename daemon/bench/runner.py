@@ -4,7 +4,7 @@ overall and per syntax region."""
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from tqdm import tqdm
@@ -13,6 +13,7 @@ from ..context.fim import FimBudget, build_fim_prompt
 from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..service.stats import percentile
+from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from ..modes import PEERS
 from .peers import PeerEngine
@@ -91,10 +92,15 @@ def prompt_region(prompt: BenchPrompt) -> Region:
 
 
 def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens: int,
-              budget: FimBudget = FimBudget(), progress: bool = True) -> dict[str, ModeResult]:
+              budget: FimBudget = FimBudget(), progress: bool = True, sampling: Sampling = Sampling()
+              ) -> dict[str, ModeResult]:
     """Every mode on every prompt, interleaved per prompt; the first mode is the baseline. Modes are
-    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate). The order rotates by
-    one mode per prompt, so no mode always runs first on a fresh prompt (the cyclic order stays)."""
+    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate, greedy only). The order
+    rotates by one mode per prompt, so no mode always runs first on a fresh prompt (the cyclic order stays).
+    `sampling`: greedy by default; sampled, prompt i is decoded with seed (sampling.seed or 0) + i in every mode,
+    so each mode's output is still comparable with the baseline's token for token."""
+    if not sampling.greedy and any(mode in PEERS for mode in modes):
+        raise ValueError(f"the peer baselines ({', '.join(PEERS)}) decode greedily only")
     target = runtime.target
     engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode) for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
@@ -104,8 +110,9 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
         engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode)).run()
     for index, (prompt, fim, region) in enumerate(tqdm(list(zip(prompts, encoded, regions)), desc="bench",
                                                        unit="prompt", disable=not progress)):
-        generations = {mode: engines[mode].generate(fim.token_ids, stop=StopRule(max_new_tokens=max_tokens),
-                                                    budget=_budget(runtime, mode, region)).run()
+        stop = StopRule(max_new_tokens=max_tokens)
+        generations = {mode: _generate(engines[mode], fim.token_ids, stop, _budget(runtime, mode, region),
+                                       prompt_sampling(sampling, index)).run()
                        for mode in rotated(modes, index)}
         reference = generations[modes[0]].tokens
         for mode in modes:
@@ -118,6 +125,17 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
                 "identical": same, "first_difference": _first_difference(tokens, reference),
                 **{k: v for k, v in stats.to_dict().items() if k not in ("accepted_lengths",)}})
     return results
+
+
+def prompt_sampling(sampling: Sampling, index: int) -> Sampling:
+    """The sampling for the bench's prompt `index`: its own seed, the same in every mode."""
+    return sampling if sampling.greedy else replace(sampling, seed=((sampling.seed or 0) + index) % 2**64)
+
+
+def _generate(engine, prompt: list[int], stop: StopRule, budget, sampling: Sampling):
+    if isinstance(engine, PeerEngine):
+        return engine.generate(prompt, stop=stop, budget=budget)
+    return engine.generate(prompt, sampling, stop=stop, budget=budget)
 
 
 def rotated(modes: list[str], shift: int) -> list[str]:

@@ -29,6 +29,10 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--peers", action="store_true",
                    help="also run the peer baselines (" + ", ".join(PEERS) + "): transformers' own generate, "
                         "greedy and with its prompt-lookup decoding, on the same prompts")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="sample at this temperature (default 0: greedy); prompt i gets seed --seed + i in every mode")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass kept when sampling (default 1.0)")
+    p.add_argument("--seed", type=int, default=0, help="the first prompt's sampling seed (default 0)")
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
     p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false",
                    help="eagle-latency, eagle-syntax and spec draft at every step (the gate's ablation)")
@@ -114,15 +118,17 @@ def run(args) -> int:
         raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
+    sampling = bench_sampling(args, modes)
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate,
                            packed_weights=args.packed_weights)
-    results = run_bench(runtime, modes, prompts, args.max_tokens)
+    results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling)
     baseline = next(iter(results.values()))
     report = {
         "environment": environment(runtime),
         "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "eagle_ref_tree": vars(budget),
+                     "sampling": vars(sampling),
                      "draft_gate": args.draft_gate, "packed_weights": runtime.target.packed_weights,
                      "sources": [str(s) for s in (args.sources or [DEFAULT_PROMPTS])]},
         "modes": [r.summary(baseline) for r in results.values()],
@@ -139,9 +145,26 @@ def run(args) -> int:
     if not printed:
         env = report["environment"]
         print(f"model {env['model']} on {env['device']} ({env['dtype']}), head {env['head']}, "
-              f"{len(prompts)} prompts, {args.max_tokens} new tokens each")
+              f"{len(prompts)} prompts, {args.max_tokens} new tokens each"
+              + ("" if sampling.greedy else f", sampled (temperature {sampling.temperature}, top-p {sampling.top_p}, "
+                                            f"seeds {sampling.seed} + prompt index)"))
         print(format_table(results, by_region=args.by_region))
     return 0
+
+
+def bench_sampling(args, modes: list[str]):
+    """The --temperature / --top-p / --seed of a bench run, checked before the model loads."""
+    from ..speculative.accept import Sampling
+
+    if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
+        raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
+    if not 0 <= args.seed < 2**64:
+        raise ValueError("--seed must be in 0 .. 2**64 - 1")
+    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
+    peers = [mode for mode in modes if mode in PEERS]
+    if not sampling.greedy and peers:
+        raise ValueError(f"the peer baselines ({', '.join(peers)}) decode greedily only: leave out --temperature")
+    return sampling
 
 
 def run_typing(args) -> int:

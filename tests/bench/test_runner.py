@@ -3,8 +3,11 @@ with the baseline's (the first mode named) whatever order they ran in."""
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from nestling.daemon.bench.prompts import BenchPrompt
 from nestling.daemon.bench.runner import rotated, run_bench
+from nestling.daemon.speculative.accept import Sampling
 from nestling.daemon.speculative.stats import GenerationStats
 
 
@@ -38,10 +41,12 @@ class FakeEngine:
 
     def __init__(self, mode, log, wrong_on=()):
         self.mode, self.log, self.wrong_on = mode, log, {tuple(p) for p in wrong_on}
+        self.samplings = []  # the sampling of each measured run
 
-    def generate(self, prompt, stop=None, budget=None):
+    def generate(self, prompt, sampling=None, stop=None, budget=None):
         if stop.max_new_tokens > 4:  # not the warm-up
             self.log.append(self.mode)
+            self.samplings.append(sampling)
         tokens = prompt[-3:] if tuple(prompt) not in self.wrong_on else [0, 0, 0]
         stats = GenerationStats(new_tokens=len(tokens), target_forwards=2, accepted_lengths=[1, 1],
                                 first_token_ms=1.0, total_ms=3.0)
@@ -92,6 +97,24 @@ def test_outputs_are_compared_with_the_baseline_whatever_ran_first():
     assert flags == [True, False, True, True, True]
     assert results["lookup"].per_prompt[1]["first_difference"] == 0
     assert [row["id"] for row in results["spec"].per_prompt] == [p.id for p in PROMPTS]
+
+
+def test_sampled_runs_give_each_prompt_its_own_seed_the_same_in_every_mode():
+    modes = ["ar", "spec"]
+    runtime = FakeRuntime(modes)
+    run_bench(runtime, modes, PROMPTS, max_tokens=16, progress=False, sampling=Sampling(0.8, 0.9, seed=2**64 - 2))
+    for mode in modes:
+        samplings = runtime.engine(mode).samplings
+        assert [s.seed for s in samplings] == [2**64 - 2, 2**64 - 1, 0, 1, 2]  # (wrapping at 64 bits)
+        assert {(s.temperature, s.top_p) for s in samplings} == {(0.8, 0.9)}
+    run_bench(runtime, modes, PROMPTS[:1], max_tokens=16, progress=False)
+    assert runtime.engine("spec").samplings[-1].greedy
+
+
+def test_sampled_runs_refuse_the_greedy_only_peer_baselines():
+    with pytest.raises(ValueError, match="greedily only"):
+        run_bench(FakeRuntime(["ar", "hf-greedy"]), ["ar", "hf-greedy"], PROMPTS, max_tokens=16, progress=False,
+                  sampling=Sampling(temperature=0.5))
 
 
 def test_the_share_of_drafted_steps_counts_trees_larger_than_the_root():

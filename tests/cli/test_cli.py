@@ -96,6 +96,13 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
     assert modes["spec"]["speedup_vs_baseline"] is not None
     assert report["settings"]["draft_gate"] is True
     assert report["settings"]["packed_weights"] is False  # float32: packing is for bfloat16 only
+    result = nestling("bench", src, "--model", model_dir, "--head", head_dir, "--dtype", "float32",
+                      "--per-file", 3, "--max-tokens", 10, "--temperature", 0.8, "--seed", 5, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "sampled (temperature 0.8, top-p 1.0, seeds 5 + prompt index)" in result.stdout
+    report = json.loads(out.read_text())
+    assert report["settings"]["sampling"] == {"temperature": 0.8, "top_p": 1.0, "seed": 5}
+    assert {m["mode"]: m["identical_to_baseline"] for m in report["modes"]} == {"ar": "3/3", "spec": "3/3"}
 
 
 def test_bench_lookup_reads_a_distilled_cache(tmp_path):
@@ -228,5 +235,9 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
     for flag in ("--limit", "--keystrokes"):
         result = nestling("bench", flag, 0)
         assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr
+    for flags, message in ((("--temperature", 0.5, "--peers"), "decode greedily only"),
+                           (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in")):
+        result = nestling("bench", *flags)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
     result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")
     assert result.returncode == 2 and "does not exist" in result.stderr
