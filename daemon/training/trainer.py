@@ -79,6 +79,9 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
     positions = torch.arange(n, device=features.device)[None].expand(features.shape[0], n)
     total = torch.zeros((), device=features.device)
     agreements = []
+    with torch.no_grad():  # the target's next-token distribution at every position, once: step s reads it s - 1 on
+        next_logits = F.linear(features[:, 1:], draft_weight).float()  # [B, n, Vd]
+        next_probs = next_logits.softmax(-1)
     for step in range(1, config.unroll + 1):
         tokens = _shift(batch.tokens, step, n)
         mask = _training_mask(batch.lengths, width, step, batch.features.dtype)
@@ -87,9 +90,8 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
         index = torch.arange(n, device=features.device)[None]
         valid = (index + step <= batch.lengths[:, None] - 1).float()
         weight = _shift(batch.weights, step, n) * valid
-        with torch.no_grad():
-            target_logits = F.linear(target_features, draft_weight).float()
-            target_probs = target_logits.softmax(-1)
+        # (past the end zeros: weight 0 there, as it was for the logits of the zero features there)
+        target_logits, target_probs = _shift(next_logits, step - 1, n), _shift(next_probs, step - 1, n)
         logits = F.linear(head.output_states(out), draft_weight).float()
         ce = -(target_probs * logits.log_softmax(-1)).sum(-1)
         step_loss = config.cls_weight * ce
@@ -129,13 +131,14 @@ def _evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainC
         inputs, cache = head.input_features(batch.inputs[:, :-1]), new_cache()
         pos = torch.arange(n, device=device)[None].expand(batch.tokens.shape[0], n)
         streak = None
+        next_ids = F.linear(batch.features[:, 1:], full_lm_head).argmax(-1)  # [B, n]: step s reads it s - 1 on
         index = torch.arange(n, device=device)[None]
         base_valid = (index + steps <= batch.lengths[:, None] - 1) & (_shift(batch.weights, 1, n) > 0)
         for step in range(1, steps + 1):
             out = head(inputs, _shift(batch.tokens, step, n), pos + step - 1,
                        _training_mask(batch.lengths, width, step, dtype), cache)
             draft_ids = head.to_target_ids(head.draft_logits(out).argmax(-1))
-            target_ids = F.linear(_shift(batch.features, step, n), full_lm_head).argmax(-1)
+            target_ids = _shift(next_ids, step - 1, n)
             hit = (draft_ids == target_ids) & base_valid
             correct[step - 1] += float(hit.sum())
             streak = hit if streak is None else streak & hit
