@@ -62,8 +62,8 @@ def main(source: str, count: int) -> None:
     rows: list[tuple[int, float, bool]] = []
     verify_and_commit = Generation._verify_and_commit
 
-    def observed(generation, tree, generator):
-        acceptance = verify_and_commit(generation, tree, generator)
+    def observed(generation, tree, seed):
+        acceptance = verify_and_commit(generation, tree, seed)
         rows.extend(observed_children(tree, acceptance.path))
         return acceptance
 

@@ -96,6 +96,8 @@ def run(args) -> int:
         raise ValueError("--limit must be at least 1")
     if args.keystrokes < 1:
         raise ValueError("--keystrokes must be at least 1")
+    if args.target != "engine" and (args.temperature, args.top_p, args.seed) != (0.0, 1.0, 0):
+        raise ValueError(f"--temperature, --top-p and --seed apply to the decoding modes, not --target {args.target}")
     if args.target == "grpc":
         return run_typing(args)
     if args.target == "open":

@@ -22,7 +22,9 @@ def add_parser(sub, add_model_options) -> None:
                    help="; ".join(f"{m}: {h}" for m, h in MODE_HELP.items()))
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, help="seed for sampling: the same seed gives the same text in every --mode")
+    p.add_argument("--seed", type=int,
+                   help="seed for sampling: the same seed gives the same text in every --mode "
+                        "(float32; bfloat16: up to rounding)")
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object: text and stats")
     add_model_options(p)

@@ -80,7 +80,11 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
     names = {f.name for f in fields(ServiceConfig)}
     values: dict = {}
     sources = {name: "default" for name in names}
-    if path.is_file():
+    try:
+        exists = path.is_file()  # (PermissionError where a folder above it is not searchable)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if exists:
         try:
             data = tomllib.loads(path.read_text())
         except UnicodeDecodeError:

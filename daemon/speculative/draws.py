@@ -31,8 +31,8 @@ def uniform(seed: int, index: int) -> float:
 def draw(probs: torch.Tensor, u: float) -> int:
     """The token whose cumulative-probability interval holds `u`: `probs` [V] (any scale), u in [0, 1).
     A token of probability 0 is never drawn."""
-    cdf = probs.detach().double().cpu().cumsum(-1)
+    cdf = probs.detach().cpu().double().cumsum(-1)
     if not float(cdf[-1]) > 0.0:
         raise ValueError("cannot draw from a distribution without mass")
     point = torch.tensor([u * float(cdf[-1])], dtype=torch.float64)  # u * total < total: some cdf[i] exceeds it
-    return int(torch.searchsorted(cdf, point, right=True))
+    return min(int(torch.searchsorted(cdf, point, right=True)), cdf.numel() - 1)  # (u < 1: never past the end)

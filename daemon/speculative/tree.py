@@ -9,11 +9,12 @@ Terms, defined once:
   distribution after it.
 - draft node: a token a drafter proposes below the root (depth >= 1).
 - accepted tokens: the draft nodes on one root-to-node path that the target agrees with
-  (greedy: each equals the target's argmax after its parent; sampling: each passed the rejection test).
+  (greedy: each equals the target's argmax after its parent; sampling: each equals the target's draw there,
+  speculative/draws.py).
 - bonus token: the token the target itself gives after the last accepted node; it is output and
   becomes the next root. One verify forward thus outputs (accepted + 1) tokens.
-- recovered token: in sampling mode, a bonus drawn from the residual distribution left after every
-  candidate child at the stopping node was rejected.
+- recovered token: in sampling mode, the bonus: the target's draw at the stopping node, which no candidate
+  child there holds.
 - tau: mean (accepted + 1) over the verify forwards of a generation.
 """
 

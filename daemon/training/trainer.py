@@ -81,7 +81,8 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
     agreements = []
     with torch.no_grad():  # the target's next-token distribution at every position, once: step s reads it s - 1 on
         next_logits = F.linear(features[:, 1:], draft_weight).float()  # [B, n, Vd]
-        next_probs = next_logits.softmax(-1)
+        next_probs, next_ids = next_logits.softmax(-1), next_logits.argmax(-1)  # [B, n, Vd], [B, n]
+        del next_logits
     for step in range(1, config.unroll + 1):
         tokens = _shift(batch.tokens, step, n)
         mask = _training_mask(batch.lengths, width, step, batch.features.dtype)
@@ -91,7 +92,7 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
         valid = (index + step <= batch.lengths[:, None] - 1).float()
         weight = _shift(batch.weights, step, n) * valid
         # (past the end zeros: weight 0 there, as it was for the logits of the zero features there)
-        target_logits, target_probs = _shift(next_logits, step - 1, n), _shift(next_probs, step - 1, n)
+        target_probs, target_ids = _shift(next_probs, step - 1, n), _shift(next_ids, step - 1, n)
         logits = F.linear(head.output_states(out), draft_weight).float()
         ce = -(target_probs * logits.log_softmax(-1)).sum(-1)
         step_loss = config.cls_weight * ce
@@ -102,7 +103,7 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
         step_loss = (step_loss * weight).sum() / denominator
         total = total + config.step_decay ** (step - 1) * step_loss
         with torch.no_grad():
-            agree = (logits.argmax(-1) == target_logits.argmax(-1)).float()
+            agree = (logits.argmax(-1) == target_ids).float()
             agreements.append(float((agree * weight).sum() / denominator))
         inputs = out
     return total, StepMetrics(float(total.detach()), agreements)

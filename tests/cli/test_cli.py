@@ -236,7 +236,8 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
         result = nestling("bench", flag, 0)
         assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr
     for flags, message in ((("--temperature", 0.5, "--peers"), "decode greedily only"),
-                           (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in")):
+                           (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in"),
+                           (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax")):
         result = nestling("bench", *flags)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")

@@ -18,3 +18,6 @@ def test_an_unreadable_config_file_is_a_clear_error_naming_it(tmp_path, monkeypa
     monkeypatch.setattr(Path, "read_text", unreadable)  # (chmod 0 would not stop root, which these tests may be)
     with pytest.raises(ValueError, match=r"config.toml: cannot read it \(Permission denied\)"):
         load_config(path=path)
+    monkeypatch.setattr(Path, "is_file", unreadable)  # a folder above it not searchable
+    with pytest.raises(ValueError, match=r"config.toml: cannot read it \(Permission denied\)"):
+        load_config(path=path)
