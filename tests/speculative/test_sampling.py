@@ -127,3 +127,17 @@ def test_autoregressive_sampling_is_seeded_and_reproducible(setup):
     runs = [ar.generate(PROMPT, Sampling(temperature=1.0, seed=seed), StopRule(max_new_tokens=10)).run().tokens
             for seed in (11, 11, 12)]
     assert runs[0] == runs[1] != runs[2]  # the seed decides the sample
+
+
+def test_each_token_is_the_draw_for_its_own_index_in_the_sequence(setup):
+    """The token at sequence index i is draw(p(. | tokens before i), uniform(seed, i)): the first output token
+    (the prefill's) takes index len(PROMPT), the next ones (the verified trees') the indices after it."""
+    target, engine = setup
+    sampling = Sampling(temperature=1.0, seed=2026)
+    tokens = engine.generate(PROMPT, sampling, StopRule(max_new_tokens=6, stop_token_ids=(-1,))).run().tokens
+    sequence = list(PROMPT)
+    with torch.no_grad():
+        for token in tokens:
+            logits = target.model(torch.tensor([sequence], device=target.device)).logits[0, -1]
+            assert token == draw(target_probs(logits, sampling), uniform(2026, len(sequence)))
+            sequence.append(token)
