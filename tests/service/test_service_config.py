@@ -1,4 +1,4 @@
-"""The config file's errors name the file (the command-line cases: tests/grpc_api/test_serve_command.py)."""
+"""The service config file's errors name the file (the command-line cases: tests/grpc_api/test_serve_command.py)."""
 
 from pathlib import Path
 
