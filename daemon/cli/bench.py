@@ -157,11 +157,9 @@ def run(args) -> int:
 def bench_sampling(args, modes: list[str]):
     """The --temperature / --top-p / --seed of a bench run, checked before the model loads."""
     from ..speculative.accept import Sampling
+    from .complete import check_sampling_flags
 
-    if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
-        raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
-    if not 0 <= args.seed < 2**64:
-        raise ValueError("--seed must be in 0 .. 2**64 - 1")
+    check_sampling_flags(args)
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
     peers = [mode for mode in modes if mode in PEERS]
     if not sampling.greedy and peers:

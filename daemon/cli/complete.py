@@ -30,6 +30,14 @@ def add_parser(sub, add_model_options) -> None:
     add_model_options(p)
 
 
+def check_sampling_flags(args) -> None:
+    """--temperature, --top-p and --seed (complete's and bench's), checked before the model loads."""
+    if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
+        raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
+    if args.seed is not None and not 0 <= args.seed < 2**64:
+        raise ValueError("--seed must be in 0 .. 2**64 - 1")
+
+
 def run(args) -> int:
     from ..runtime import load_runtime
     from ..speculative.accept import Sampling
@@ -37,10 +45,7 @@ def run(args) -> int:
 
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
-    if not 0.0 < args.top_p <= 1.0 or not args.temperature >= 0:  # (nan is neither)
-        raise ValueError("--top-p must be in (0, 1] and --temperature >= 0")
-    if args.seed is not None and not 0 <= args.seed < 2**64:
-        raise ValueError("--seed must be in 0 .. 2**64 - 1")
+    check_sampling_flags(args)
     text = args.file.read_text(encoding="utf-8", errors="replace")
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)

@@ -80,19 +80,17 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
     names = {f.name for f in fields(ServiceConfig)}
     values: dict = {}
     sources = {name: "default" for name in names}
-    try:
-        exists = path.is_file()  # (PermissionError where a folder above it is not searchable)
+    try:  # (is_file() raises PermissionError where a folder above the file is not searchable)
+        text = path.read_text() if path.is_file() else None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if exists:
+    if text is not None:
         try:
-            data = tomllib.loads(path.read_text())
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: not valid TOML ({exc})") from exc
-        except OSError as exc:  # unreadable (permissions), or gone since is_file()
-            raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {', '.join(sorted(names))})")
