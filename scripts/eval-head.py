@@ -3,7 +3,7 @@
 train-head` run distilled into its --cache-dir (CACHE_DIR/held_out), scored as train-head scores its own head
 (the target's argmax over its full vocabulary, per draft step, on the continuation positions).
 
-  python scripts/eval-head.py CACHE_DIR daemon/models/heads/qwen2.5-coder-0.5b OTHER_RUN/out/head --unroll 4
+  python scripts/eval-head.py CACHE_DIR daemon/models/heads/qwen2.5-coder-0.5b OTHER_RUN/out/head --eval-steps 4
 
 So a new head is compared with the shipped one on one draw of held-out prompts (each run draws its own, and the
 chain tau differs by a few hundredths between draws). A plain head reads the lm_head inputs every cache holds; a
@@ -54,13 +54,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cache", type=Path, help="the --cache-dir of a train-head run")
     parser.add_argument("heads", nargs="+", help="head folders")
-    parser.add_argument("--unroll", type=int, default=2, help="draft steps scored (train-head's --unroll)")
+    parser.add_argument("--eval-steps", "--unroll", type=int, default=TrainConfig.eval_steps,
+                        help="draft steps scored, each head's own output fed back after the first (train-head's "
+                             "--eval-steps; default %(default)s)")
     parser.add_argument("--batch-tokens", type=int, default=2048, help="tokens per evaluation batch")
     parser.add_argument("--model", default=None, help="the target (default: the embedded default model)")
     args = parser.parse_args()
+    if args.eval_steps < 1:
+        parser.error("--eval-steps must be at least 1")
     held_out, manifest = held_out_sequences(args.cache)
     target = load_target(args.model)
-    config = TrainConfig(unroll=args.unroll, batch_tokens=args.batch_tokens)
+    config = TrainConfig(eval_steps=args.eval_steps, batch_tokens=args.batch_tokens)
     for head_dir in args.heads:
         print(json.dumps({**score(head_dir, target, held_out, manifest, config), "sequences": len(held_out)}),
               flush=True)

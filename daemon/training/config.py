@@ -40,6 +40,9 @@ class TrainConfig:
     max_steps: int = 2000  # optimizer steps at most (cosine decay to 10% over these)
     time_limit_s: float | None = None  # stop after this much training time
     eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
+    # draft steps scored at each held-out evaluation, chain tau counting them all: the engine's trees go this deep,
+    # so steps past --unroll (never in the loss) are scored too (a head can agree well at two and collapse at three)
+    eval_steps: int = 6
     patience: int = 5  # evaluations without improvement before stopping early
     seed: int = 0
     # start from this trained head's folder (fine-tuning; with --fused-features true a plain head is grafted onto
@@ -52,7 +55,7 @@ class TrainConfig:
 # the counts that must be at least 1 (the fractions, rates and limits are checked apart)
 POSITIVE = {"data": ("samples_per_file", "max_samples", "held_out_samples", "prefix_tokens", "max_new_tokens",
                      "gen_batch"),
-            "train": ("unroll", "batch_tokens", "eval_every", "patience")}
+            "train": ("unroll", "batch_tokens", "eval_every", "eval_steps", "patience")}
 
 
 def check_settings(data: DataConfig, train: TrainConfig) -> None:

@@ -235,7 +235,7 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
                                    extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained,
                                    should_stop=should_stop)
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
-    best = max(state.history, key=lambda r: r.get("chain_tau", 0.0)) if state.history else {}
+    best = best_evaluation(state.history, train.eval_steps)
     card = {
         "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
@@ -251,6 +251,13 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     if (out_dir / "head").is_dir():
         (out_dir / "head" / "CARD.md").write_text(render_card(card))
     return card
+
+
+def best_evaluation(history: list[dict], eval_steps: int) -> dict:
+    """The learning curve's best row among those scored on `eval_steps` draft steps (the saved head's), {} if none:
+    a chain tau over more steps is larger, so rows from a resumed run that scored other steps are not comparable."""
+    rows = [r for r in history if len(r.get("agreement", [])) == eval_steps]
+    return max(rows, key=lambda r: r.get("chain_tau", 0.0)) if rows else {}
 
 
 def render_card(card: dict) -> str:
@@ -272,8 +279,8 @@ def render_card(card: dict) -> str:
 - Steps: {card['steps']}, tokens seen: {card['tokens_seen']}, data time {card['data_seconds']} s,
   training time {card['train_seconds']} s
 - Best held-out: agreement per draft step {best.get('agreement')}, greedy chain tau {best.get('chain_tau')}
-  (chain tau = 1 + expected run of consecutive agreeing draft steps; tree tau measured by `nestling bench`
-  is in BENCHMARKS.md)
+  over {len(best.get('agreement', []))} draft steps (chain tau = 1 + expected run of consecutive agreeing draft
+  steps; tree tau measured by `nestling bench` is in BENCHMARKS.md)
 
 ## Learning curve (held-out)
 

@@ -112,8 +112,9 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
 @torch.no_grad()
 def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainConfig, device, dtype,
              full_lm_head: torch.Tensor) -> dict:
-    """Held-out agreement with the target's argmax over its FULL vocabulary, per draft step, on the
-    continuation positions, and the expected accepted length of a greedy chain (chain tau). Matmuls in `dtype`
+    """Held-out agreement with the target's argmax over its FULL vocabulary, per draft step (config.eval_steps of
+    them), on the continuation positions, and the expected accepted length of a greedy chain (chain tau) over
+    those steps. Matmuls in `dtype`
     (bfloat16 under autocast, as in training)."""
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
         return _evaluate(head, held_out, config, device, dtype, full_lm_head)
@@ -122,7 +123,7 @@ def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainCo
 def _evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainConfig, device, dtype,
               full_lm_head: torch.Tensor) -> dict:
     head.eval()
-    steps = config.unroll
+    steps = config.eval_steps
     correct = torch.zeros(steps)
     chain_lengths, positions = 0.0, 0
     for group in batches(held_out, config.batch_tokens, random.Random(0)):
@@ -166,6 +167,7 @@ def _lr_at(step: int, config: TrainConfig, elapsed_s: float = 0.0) -> float:
 class TrainState:
     step: int = 0
     best_chain_tau: float = 0.0
+    eval_steps: int = 0  # draft steps best_chain_tau counts (0: a checkpoint from before this was kept)
     evals_without_gain: int = 0
     train_seconds: float = 0.0
     tokens_seen: int = 0
@@ -215,7 +217,13 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     stop = False
     if not train_set:
         raise ValueError("no training sequences")
-    if state.step == 0 and not state.history and trained:  # the starting point of a fine-tuning run
+    rescore = bool(state.history) and bool(held_out) and state.eval_steps != config.eval_steps
+    if rescore:  # the scores so far counted other draft steps: the resumed head, scored now, is the best to beat
+        tqdm.write(f"held-out scores so far counted {state.eval_steps or 'the trained'} draft steps, this run "
+                   f"counts {config.eval_steps}: evaluating the resumed head again as the best so far")
+        state.best_chain_tau, state.evals_without_gain = 0.0, 0
+    state.eval_steps = config.eval_steps
+    if rescore or (state.step == 0 and not state.history and trained):  # or where fine-tuning starts
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
     while not stop:

@@ -52,7 +52,7 @@ def best(run: Path) -> dict:
 def test_each_head_scores_as_its_training_run_scored_it_and_a_plain_head_scores_on_a_fused_cache(runs):
     root, target = runs
     script = load_script()
-    config = TrainConfig(unroll=TRAIN.unroll, batch_tokens=TRAIN.batch_tokens, autocast=False)
+    config = TrainConfig(eval_steps=TRAIN.eval_steps, batch_tokens=TRAIN.batch_tokens, autocast=False)
     try:
         for kind, cache in (("plain", "plain"), ("fused", "fused"), ("plain", "fused")):
             held_out, manifest = script.held_out_sequences(root / cache / "cache")

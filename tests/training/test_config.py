@@ -18,6 +18,7 @@ def test_the_defaults_and_a_distillation_only_run_pass():
     ({"gen_batch": 0}, {}, "--gen-batch must be at least 1"),
     ({}, {"eval_every": 0}, "--eval-every must be at least 1"),
     ({}, {"unroll": 0}, "--unroll must be at least 1"),
+    ({}, {"eval_steps": 0}, "--eval-steps must be at least 1"),
     ({"suffix_tokens": -1}, {}, "--suffix-tokens must not be negative"),
     ({"held_out_fraction": 0.0}, {}, "--held-out-fraction must be between 0 and 1"),
     ({}, {"lr": 0.0}, "--lr and --clip must be positive"),

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+from dataclasses import replace
 
 import pytest
 import torch
@@ -17,7 +18,7 @@ from nestling.daemon.training.dataset import ShardCache, load_shard, make_batch,
 from nestling.daemon.training.distill import DistilledSequence
 from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.models.eagle_head import head_from_target
-from nestling.daemon.training.pipeline import prepare_data, run_training
+from nestling.daemon.training.pipeline import best_evaluation, prepare_data, run_training
 from nestling.daemon.training.trainer import evaluate, unrolled_loss
 from nestling.daemon.training.vocab import draft_vocabulary
 from tiny import save_tiny_model_folder
@@ -213,7 +214,7 @@ def test_each_unrolled_step_is_scored_against_the_target_at_its_own_offset():
     for length in (9, 14, 20, 20):
         tokens = torch.randint(0, vocab, (length,), generator=generator)
         sequences.append(DistilledSequence(tokens.int(), table[tokens], prompt_length=4))
-    config = TrainConfig(unroll=3, autocast=False, noise=0.0)
+    config = TrainConfig(unroll=3, eval_steps=3, autocast=False, noise=0.0)
     head = TokenOracleHead(table, lm_weight)
     loss, metrics = unrolled_loss(head, make_batch(sequences, 0.5, torch.device("cpu"), torch.float32), config,
                                   train=True)
@@ -223,6 +224,12 @@ def test_each_unrolled_step_is_scored_against_the_target_at_its_own_offset():
     result = evaluate(TokenOracleHead(table, lm_weight), sequences, config, torch.device("cpu"), torch.float32,
                       lm_weight)
     assert result["agreement"] == [1.0, 1.0, 1.0] and result["chain_tau"] == 4.0
+    # the evaluation scores its own number of steps, past the trained ones too (over fewer positions: each needs
+    # that many tokens after it)
+    deeper = evaluate(TokenOracleHead(table, lm_weight), sequences, replace(config, eval_steps=5),
+                      torch.device("cpu"), torch.float32, lm_weight)
+    assert deeper["agreement"] == [1.0] * 5 and deeper["chain_tau"] == 6.0
+    assert 0 < deeper["positions"] < result["positions"]
 
 
 def test_a_few_steps_reduce_the_loss(target, corpus):
@@ -300,6 +307,32 @@ def test_a_signal_while_training_checkpoints_the_step_reached_and_the_same_comma
     again = run_training(target, data, config, tmp_path / "out", progress=False)
     assert again["steps"] == 8 and not again["stopped_by_signal"]
     assert [row["step"] for row in again["learning_curve"]] == [3, 5, 8]
+
+
+def test_a_resume_scoring_other_draft_steps_rescores_the_head_before_comparing(tmp_path, target, corpus):
+    """Chain tau over three draft steps is not comparable with one over two (it is larger for the same head): the
+    resumed head is scored again first, and the best (the saved head, the card's) is taken among the scores that
+    count as many steps as this run."""
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    config = TrainConfig(unroll=2, eval_steps=3, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False,
+                         warmup=2)
+    first = run_training(target, data, config, tmp_path / "out", progress=False)
+    assert [len(r["agreement"]) for r in first["learning_curve"]] == [3, 3]
+    again = run_training(target, data, replace(config, eval_steps=2, max_steps=6), tmp_path / "out", progress=False)
+    curve = again["learning_curve"]
+    assert [(r["step"], len(r["agreement"])) for r in curve] == [(2, 3), (4, 3), (4, 2), (6, 2)]
+    assert again["best"] == max(curve[2:], key=lambda r: r["chain_tau"])
+    saved = json.loads((tmp_path / "out" / "head" / "config.json").read_text())["training"]
+    assert (saved["step"], len(saved["agreement"])) == (again["best"]["step"], 2)
+    assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=False)["state"]["eval_steps"] == 2
+
+
+def test_the_best_evaluation_is_the_best_among_those_counting_this_runs_draft_steps():
+    three = {"step": 2, "agreement": [0.9, 0.8, 0.7], "chain_tau": 3.1}  # an earlier sitting scored three steps
+    two = [{"step": 4, "agreement": [0.5, 0.3], "chain_tau": 1.7}, {"step": 6, "agreement": [0.6, 0.4], "chain_tau": 1.9}]
+    assert best_evaluation([three, *two], 2) == two[1]
+    assert best_evaluation([three, *two], 3) == three
+    assert best_evaluation([three], 2) == {} and best_evaluation([], 6) == {}
 
 
 def test_a_fused_feature_head_trains_saves_and_decodes_losslessly(tmp_path, target, corpus):
