@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import re
 import shlex
 import sys
 from dataclasses import fields
@@ -21,19 +23,45 @@ def _boolean(text: str) -> bool:
     return value
 
 
+_FIELD = re.compile(r"(\w+)\s*:[^=]*=.*?(?:#\s*(.*))?$")
+
+
+def field_comments(cls) -> dict[str, str]:
+    """Each dataclass field's comment in its source (comment lines just above it, then the one on its line): the
+    settings are documented once, where they are defined, and `--help` reads them from there."""
+    try:
+        lines = inspect.getsource(cls).splitlines()
+    except (OSError, TypeError):  # no source (a frozen build): options without help
+        return {}
+    comments, above = {}, []
+    for line in lines:
+        text = line.strip()
+        if text.startswith("#"):
+            above.append(text.lstrip("#").strip())
+            continue
+        match = _FIELD.match(text)
+        if match and (above or match.group(2)):
+            comments[match.group(1)] = " ".join(above + [match.group(2) or ""]).strip()
+        above = []
+    return comments
+
+
 def _add_dataclass_options(parser, cls, skip=()) -> None:
+    comments = field_comments(cls)
     for f in fields(cls):
         if f.name in skip:
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default if not callable(f.default_factory) else f.default_factory()  # type: ignore[misc]
+        comment = comments.get(f.name, "").replace("%", "%%")
         if isinstance(default, bool):
-            parser.add_argument(flag, type=_boolean, default=default, metavar="BOOL")
+            parser.add_argument(flag, type=_boolean, default=default, metavar="BOOL",
+                                help=f"{comment} (default: %(default)s)".lstrip())
         elif isinstance(default, list):
-            parser.add_argument(flag, action="append", default=[], metavar="PATH")
+            parser.add_argument(flag, action="append", default=[], metavar="PATH", help=f"{comment} (repeatable)")
         else:
             kind = type(default) if default is not None else (float if f.name.endswith("_s") else str)
-            parser.add_argument(flag, type=kind, default=default)
+            parser.add_argument(flag, type=kind, default=default, help=f"{comment} (default: %(default)s)".lstrip())
 
 
 def add_parser(sub, add_model_options) -> None:

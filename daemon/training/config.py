@@ -22,7 +22,7 @@ class DataConfig:
     draft_vocab: int = 32000  # draft vocabulary size (0 = the target's full vocabulary)
     data_time_limit_s: float | None = None  # stop distilling training samples after this long (keeps what is done)
     fused_features: bool = False  # the head reads the target's low, middle and high hidden states (EAGLE-3's input)
-    seed: int = 0
+    seed: int = 0  # file order, FIM cut points and the order prompts are distilled in
 
 
 @dataclass
@@ -44,11 +44,11 @@ class TrainConfig:
     # so steps past --unroll (never in the loss) are scored too (a head can agree well at two and collapse at three)
     eval_steps: int = 6
     patience: int = 5  # evaluations without improvement before stopping early
-    seed: int = 0
+    seed: int = 0  # order of the training batches (a run resumed at step s draws it from seed + s)
     # start from this trained head's folder (fine-tuning; with --fused-features true a plain head is grafted onto
     # fused features); None = from the target's last layer
     init_head: str | None = None
-    init_lr_scale: float = 0.1  # with init_head: its trained weights' learning rate over lr (a graft's new ones: lr)
+    init_lr_scale: float = 0.1  # with --init-head: its trained weights' learning rate over --lr (a graft's new ones: --lr)
     autocast: bool = True  # bfloat16 matmuls (float32 master weights) where the CUDA GPU or CPU has native bfloat16
 
 

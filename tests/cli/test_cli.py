@@ -227,6 +227,24 @@ def test_train_head_refuses_unusable_settings_before_loading_anything(tmp_path):
     assert (tmp_path / "file").read_text() == "mine"
 
 
+def test_train_head_help_explains_every_setting_from_the_comment_where_it_is_defined():
+    from dataclasses import fields
+
+    from nestling.daemon.cli.train_head import field_comments
+    from nestling.daemon.training.config import DataConfig, TrainConfig
+
+    for cls in (DataConfig, TrainConfig):
+        comments = field_comments(cls)
+        assert set(comments) == {f.name for f in fields(cls)}, "a setting without a comment"
+    assert field_comments(TrainConfig)["eval_steps"].startswith("draft steps scored at each held-out evaluation")
+    result = nestling("train-head", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "--max-steps MAX_STEPS optimizer steps at most (cosine decay to 10% over these) (default: 2000)" in text
+    assert "--eval-steps EVAL_STEPS draft steps scored at each held-out evaluation" in text and "(default: 6)" in text
+    assert "--corpus PATH folders/globs; empty = the default corpus (repeatable)" in text
+
+
 def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
     result = nestling("bench", "--out", tmp_path / "missing" / "report.json")
     assert result.returncode == 2 and "the folder" in result.stderr and "does not exist" in result.stderr
