@@ -114,8 +114,7 @@ def evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainCo
              full_lm_head: torch.Tensor) -> dict:
     """Held-out agreement with the target's argmax over its FULL vocabulary, per draft step (config.eval_steps of
     them), on the continuation positions, and the expected accepted length of a greedy chain (chain tau) over
-    those steps. Matmuls in `dtype`
-    (bfloat16 under autocast, as in training)."""
+    those steps. Matmuls in `dtype` (bfloat16 under autocast, as in training)."""
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
         return _evaluate(head, held_out, config, device, dtype, full_lm_head)
 
