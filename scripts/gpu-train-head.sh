@@ -2,8 +2,8 @@
 # Train an EAGLE head on one GPU within a fixed time budget, then measure it (one command, ~8 minutes).
 #   scripts/gpu-train-head.sh MODEL CORPUS OUT [DATA_SECONDS] [TRAIN_SECONDS]
 # MODEL: a .gguf file or Hugging Face folder; CORPUS: a folder of source files; OUT: results folder.
-# A fused-feature head (EAGLE-3's input) on four unrolled draft steps, as the shipped head was trained
-# before its last 365 steps at six (BENCHMARKS.md "Fused target features"); FUSED=false trains a plain one,
+# A fused-feature head (EAGLE-3's input) on four unrolled draft steps, as the shipped head was first trained
+# (BENCHMARKS.md "Fused target features"; its later steps ran at six); FUSED=false trains a plain one,
 # UNROLL sets the steps (6 trains deep drafts better, at ~1.4x the time a step).
 # The CPU recipe is the same `nestling train-head` with smaller batches and longer limits (see BENCHMARKS.md).
 set -euo pipefail
