@@ -160,11 +160,15 @@ class TargetModel:
         attention_mask: torch.Tensor | None = None,  # [1, 1, n, past + n] float additive mask; None = causal
         logits_for: torch.Tensor | slice | None = None,  # which of the n positions need logits (default all)
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (features [n, F]: see feature_layers, logits [m, V] float32 for `logits_for`)."""
+        """Returns (features [n, F]: see feature_layers, logits [m, V] for `logits_for`, in the model's dtype).
+
+        The logits stay in the model's dtype: a greedy argmax over them is exact (widening bfloat16 to float32
+        changes no value), and widening a verified tree's rows ([W, 151,936] for Qwen) at every step cost ~5% of a
+        bfloat16 verify forward on a 2-core CPU (BENCHMARKS.md, "The verify step's own overhead"). Whoever needs
+        probabilities widens the rows it uses (accept.target_probs)."""
         last, features = self.decode(input_ids, position_ids, cache, attention_mask)
         selected = last[0] if logits_for is None else last[0, logits_for]
-        logits = self.lm_head(selected).float()
-        return features[0], logits
+        return features[0], self.lm_head(selected)
 
     @torch.no_grad()
     def decode(self, input_ids: torch.Tensor, position_ids: torch.Tensor, cache,

@@ -26,7 +26,7 @@ from ..speculative.masks import block_mask
 from ..speculative.stats import Clock
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-METHOD = "interleaved-isotonic"  # how the curve is measured; part of the cache key, so a change re-measures
+METHOD = "interleaved-isotonic, native-dtype logits"  # how the curve is measured; in the cache key: re-measures
 # a profile measured while other processes took more than this share of our CPUs is used but not kept: with both
 # cores of a 2-core CPU busy elsewhere, a tiny model's 2-token forward measured 13x its 1-token one, and no tree paid
 BUSY_ELSEWHERE_LIMIT = 0.25

@@ -55,9 +55,9 @@ def target_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
 
 
 def accept_greedy(tree: DraftTree, logits: torch.Tensor) -> Acceptance:
-    """Longest path whose tokens equal the target's argmax, plus the bonus."""
-    predicted = logits.argmax(dim=-1).tolist()
-    return accept_path(tree, lambda node, depth: predicted[node])
+    """Longest path whose tokens equal the target's argmax, plus the bonus. The argmax is taken only at the nodes
+    the walk reaches (a few of a tree's rows: each is a scan of the whole vocabulary)."""
+    return accept_path(tree, lambda node, depth: int(logits[node].argmax()))
 
 
 def accept_sampling(tree: DraftTree, logits: torch.Tensor, sampling: Sampling, seed: int, root_index: int

@@ -115,7 +115,7 @@ class PrefillStats:
 def extend(target: TargetModel, state: SequenceState, tokens: list[int], logits_for: slice = slice(-1, None)
            ) -> torch.Tensor:
     """Run the target over `tokens` after the committed ones and commit them; returns their logits for
-    `logits_for` ([m, V] float32)."""
+    `logits_for` ([m, V], the target's dtype)."""
     reuse = len(state.tokens)
     ids = torch.tensor([tokens], device=target.device)
     positions = torch.arange(reuse, reuse + len(tokens), device=target.device)[None]

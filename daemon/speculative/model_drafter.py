@@ -126,5 +126,5 @@ class ModelDrafter:
 
     def _top_children(self, logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(log-probs [.., k], token ids [.., k]) of the k likeliest next tokens after each row of logits."""
-        top_lp, top_ids = torch.log_softmax(logits, dim=-1).topk(k, dim=-1)
+        top_lp, top_ids = torch.log_softmax(logits.float(), dim=-1).topk(k, dim=-1)
         return top_lp, top_ids

@@ -13,7 +13,7 @@ from .tree import DraftTree
 
 @dataclass
 class VerifyOutput:
-    logits: torch.Tensor  # [W, V] float32 target logits after each tree node
+    logits: torch.Tensor  # [W, V] target logits after each tree node, in the target's dtype
     features: torch.Tensor  # [W, F] target features at each tree node (TargetModel.feature_layers)
 
 

@@ -56,3 +56,33 @@ def test_sampling_accepts_the_child_holding_the_draw_for_its_index():
 def test_top_p_keeps_the_nucleus():
     probs = target_probs(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])), Sampling(temperature=1.0, top_p=0.7))
     assert torch.allclose(probs, torch.tensor([[0.625, 0.375, 0.0, 0.0]]))
+
+
+def test_greedy_on_bfloat16_logits_matches_their_float32_widening_ties_included():
+    """Verification hands accept_greedy the target's own-dtype logits: the argmax must be the one float32 gives,
+    the first of tied maxima included (widening changes no value)."""
+    generator = torch.Generator().manual_seed(0)
+    for trial in range(20):
+        logits = (torch.randn(4, 50, generator=generator) * 3).to(torch.bfloat16)
+        logits[:, 7] = logits[:, 20] = logits.max() + 1  # a tie in every row: the first index (7) wins
+        logits[0, :] = 0.0
+        logits[0, [7, 8]] = 5.0  # the root: tied between its two children's tokens 7 and 8; 7 comes first
+        narrow, wide = accept_greedy(tree(), logits), accept_greedy(tree(), logits.float())
+        assert narrow == wide and narrow.tokens[0] == 7
+
+
+class RowLog:
+    """Logits that record which rows are read."""
+
+    def __init__(self, logits):
+        self.logits, self.rows = logits, []
+
+    def __getitem__(self, row):
+        self.rows.append(row)
+        return self.logits[row]
+
+
+def test_greedy_takes_the_argmax_only_at_the_nodes_the_walk_reaches():
+    logged = RowLog(one_hot_logits([8, 0, 3, 0]))  # root -> node 2 (8), whose argmax 3 no child holds
+    assert accept_greedy(tree(), logged).tokens == [8, 3]
+    assert logged.rows == [0, 2]
