@@ -163,8 +163,8 @@ class TargetModel:
         """Returns (features [n, F]: see feature_layers, logits [m, V] for `logits_for`, in the model's dtype).
 
         The logits stay in the model's dtype: a greedy argmax over them is exact (widening bfloat16 to float32
-        changes no value), and widening a verified tree's rows ([W, 151,936] for Qwen) at every step cost ~5% of a
-        bfloat16 verify forward on a 2-core CPU (BENCHMARKS.md, "The verify step's own overhead"). Whoever needs
+        changes no value), and widening a verified tree's rows ([W, 151,936] for Qwen) at every step cost ~4% of a
+        bfloat16 spec step on a 2-core CPU (BENCHMARKS.md, "The verify step's own overhead"). Whoever needs
         probabilities widens the rows it uses (accept.target_probs)."""
         last, features = self.decode(input_ids, position_ids, cache, attention_mask)
         selected = last[0] if logits_for is None else last[0, logits_for]
