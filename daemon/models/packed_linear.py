@@ -3,11 +3,12 @@
 torch's bfloat16 `F.linear` on a CPU hands the weight to oneDNN in torch's row-major layout, and oneDNN
 presumably reorders it into its blocked layout on every call: for the few rows a decode step or a small tree
 multiplies, the same products on a weight reordered once take half the time. Reordering once at load and
-calling oneDNN's linear on the packed weight gives the same bits (checked on the model's own lm_head before anything is
-packed) and, on the AMD EPYC (Zen 4) measured in BENCHMARKS.md, halves the time of the products (a one-token
-forward: 83 -> 56 ms).
-On a CPU where packing does not pay (oneDNN's AMX kernels on the Xeon measured there were as fast
-without it) the weights stay as they are: `packing_pays` times both on the lm_head.
+calling oneDNN's linear on the packed weight gives the same bits on the check made before anything is packed (the
+model's own lm_head at 1, 3 and 16 rows) and made a one-token forward faster on both CPUs measured in BENCHMARKS.md:
+83 -> 56 ms on an AMD EPYC (Zen 4), 95 -> 71 ms on an Intel Xeon with AMX. Other matrices at other row counts can
+round differently (the Xeon's down projection at 1 and 76-96 rows: `scripts/compare-packed-bits.py`), so packed and
+unpacked bfloat16 outputs may part at near-ties; both are plain decoding of the same bfloat16 model.
+On a CPU where packing does not pay the weights stay as they are: `packing_pays` times both on the lm_head.
 
 The packed weights are opaque oneDNN tensors: inference only (no autograd, no saving); training never
 packs. A packed model must be used only through its modules' forward.
