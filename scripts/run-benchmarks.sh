@@ -13,6 +13,9 @@ nestling profile --plot "$out/verify_cost.png" --json | tee "$out/profile.json"
 step "matrix products: plain bfloat16 against prepacked, row-by-row and int8 ways (speed, batch independence)"
 python scripts/compare-matmul.py 9 > "$out/compare_matmul.json"
 
+step "packed products against torch's layout: where their bits differ, and which rows depend on the others"
+python scripts/compare-packed-bits.py > "$out/packed_bits.json"
+
 step "attention: transformers' sdpa against folded query heads, after 400 and 1,700 tokens"
 python scripts/compare-attention.py 6 > "$out/compare_attention.json"
 
