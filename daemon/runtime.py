@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+import torch
 
 from .context.syntax import Region
 from .modes import MODES
@@ -15,6 +16,8 @@ from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.default_model import EMBEDDED_MODELS
 from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
+from .models.attention import folded_prefix_keeps_rows
+from .models.row_invariance import invariant_rows
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
 from .policy.gate import DraftGate, GatedDrafter
@@ -55,6 +58,12 @@ class Runtime:
     def tree_source(self) -> EagleHead | TargetModel | None:
         """What drafts the trees of the eagle-* and spec modes: the draft model, else the head (None: neither)."""
         return self.draft_model if self.draft_model is not None else self.head
+
+    @property
+    def max_tree_nodes(self) -> int:
+        """The most draft nodes the latency-aware modes verify: with exact rows, a tree and its root fit in them."""
+        rows = self.target.exact_rows
+        return min(MAX_TREE_NODES, rows - 1) if rows else MAX_TREE_NODES
 
     @property
     def profile(self) -> CostProfile:
@@ -105,11 +114,11 @@ class Runtime:
             return self.budget
         if mode == "lookup":
             return TreeBudget(total_tokens=10)
-        sizer = LatencySizer(self.profile, MAX_TREE_NODES)
+        nodes = self.max_tree_nodes
+        sizer = LatencySizer(self.profile, nodes)
         if mode == "eagle-latency":
-            return TreeBudget(top_k=self.budget.top_k, depth=self.budget.depth, total_tokens=MAX_TREE_NODES,
-                              sizer=sizer)
-        return shaped_budget(region, sizer, MAX_TREE_NODES)
+            return TreeBudget(top_k=self.budget.top_k, depth=self.budget.depth, total_tokens=nodes, sizer=sizer)
+        return shaped_budget(region, sizer, nodes)
 
     def describe(self) -> dict:
         return {
@@ -191,18 +200,42 @@ def pack_weights(target: TargetModel, head: EagleHead | None, draft_model: Targe
     return target.packed_weights
 
 
+def use_exact_rows(target: TargetModel) -> int:
+    """Make verify forwards give each tree node plain decoding's bits where this CPU's products allow it (bfloat16
+    and float16 on a CPU; not float32, whose products are not row-invariant but far from flipping an argmax, nor
+    GPUs): checks the target's own matrices (models/row_invariance.py), then computes attention row by row for
+    forwards of up to that many tokens. The latency-aware trees are then capped to fit (Runtime.max_tree_nodes).
+    Returns the rows (0: not used)."""
+    if target.device.type != "cpu" or target.dtype == torch.float32:
+        return 0
+    rows = invariant_rows(target.model, target.dtype, target.device)
+    if rows < 2:
+        log.info("trees are not verified exactly on this CPU: its matrix products round a row differently "
+                 "when other rows go with it")
+        return 0
+    config = target.config
+    kv_heads, heads = config.num_key_value_heads, config.num_attention_heads
+    dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    target.use_exact_rows(rows, fold=folded_prefix_keeps_rows(target.dtype, rows, kv_heads, heads // kv_heads, dim))
+    log.info("trees of up to %d tokens verify with plain decoding's bits (exact_trees = false turns it off)", rows)
+    return rows
+
+
 STATIC_BUCKETS = (16, 32, 64, 128)  # tree sizes (root included) of the static-shape option
 
 
 def load_runtime(model: str | None = None, head: str | None = None, device: str | None = None,
                  dtype: str | None = None, budget: TreeBudget | None = None, progress: bool = True,
-                 static_shapes: bool = False, draft_gate: bool = True, packed_weights: bool = True) -> Runtime:
+                 static_shapes: bool = False, draft_gate: bool = True, packed_weights: bool = True,
+                 exact_trees: bool = True) -> Runtime:
     target = load_target(model, device=device, dtype=dtype, progress=progress)
     drafter, source = resolve_head(target, head, progress)
     draft_model = drafter if isinstance(drafter, TargetModel) else None
     eagle_head = None if draft_model is not None else drafter
     if packed_weights:
         pack_weights(target, eagle_head, draft_model)
+    if exact_trees:
+        use_exact_rows(target)
     return Runtime(target=target, head=eagle_head, head_source=source, draft_model=draft_model,
                    budget=budget or TreeBudget(),
                    static_buckets=STATIC_BUCKETS if static_shapes else (), draft_gate=draft_gate)

@@ -38,6 +38,8 @@ def add_parser(sub, add_model_options) -> None:
                    help="eagle-latency, eagle-syntax and spec draft at every step (the gate's ablation)")
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
                    help="keep the weights in torch's layout (the packing's ablation)")
+    p.add_argument("--no-exact-trees", dest="exact_trees", action="store_false",
+                   help="verify trees in one block, without giving each node plain decoding's bits (the ablation)")
     p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
     p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
     p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
@@ -124,7 +126,7 @@ def run(args) -> int:
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate,
-                           packed_weights=args.packed_weights)
+                           packed_weights=args.packed_weights, exact_trees=args.exact_trees)
     results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling)
     baseline = next(iter(results.values()))
     report = {
@@ -132,6 +134,7 @@ def run(args) -> int:
         "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "eagle_ref_tree": vars(budget),
                      "sampling": vars(sampling),
                      "draft_gate": args.draft_gate, "packed_weights": runtime.target.packed_weights,
+                     "exact_rows": runtime.target.exact_rows,
                      "sources": [str(s) for s in (args.sources or [DEFAULT_PROMPTS])]},
         "modes": [r.summary(baseline) for r in results.values()],
         "by_region": {region: [r.by_region[region].summary(baseline.by_region.get(region))
@@ -209,7 +212,7 @@ def run_type_through(args) -> int:
         raise ValueError("--pause-ms must not be negative")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, draft_gate=args.draft_gate,
-                           packed_weights=args.packed_weights)
+                           packed_weights=args.packed_weights, exact_trees=args.exact_trees)
     settings = COMPARISONS[args.compare]
     services = {setting: CompletionService(runtime, ServiceConfig(**fields)) for setting, fields in settings.items()}
     pause_ms = args.pause_ms if args.compare == "ahead" else 0.0

@@ -56,4 +56,4 @@ def _embedded_engine(args):
         return fail, None
     return (lambda: load_runtime(config.model, config.head, config.device, config.dtype, progress=False,
                                  static_shapes=config.static_shapes, draft_gate=config.draft_gate,
-                                 packed_weights=config.packed_weights)), config
+                                 packed_weights=config.packed_weights, exact_trees=config.exact_trees)), config

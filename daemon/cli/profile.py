@@ -17,6 +17,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
                    help="measure with the weights in torch's layout (by default packed for oneDNN where that pays)")
+    p.add_argument("--no-exact-trees", dest="exact_trees", action="store_false",
+                   help="measure with trees verified in one block (by default row by row where that is exact)")
     add_model_options(p)
 
 
@@ -59,7 +61,8 @@ def run(args) -> int:
     check_outputs(args)
     if args.context < 2 or args.repeats < 1:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
-    runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights)
+    runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights,
+                           exact_trees=args.exact_trees)
     with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
         profile = measure(runtime.target, runtime.tree_source, context_tokens=args.context, sizes=VERIFY_SIZES,
                           repeats=args.repeats, progress=bar.update)

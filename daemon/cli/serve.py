@@ -15,7 +15,7 @@ from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
                  "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",
-                 "static_shapes", "prefill_ahead", "follow_last_completion",
+                 "exact_trees", "static_shapes", "prefill_ahead", "follow_last_completion",
                  "log_level")
 
 
@@ -36,6 +36,10 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false", default=None,
                    help="keep the weights in torch's layout (by default they are packed for oneDNN where that "
                         "gives the same results faster: bfloat16 on a CPU)")
+    p.add_argument("--no-exact-trees", dest="exact_trees", action="store_false", default=None,
+                   help="verify trees in one block as before: faster by a few percent, and bfloat16 outputs may then "
+                        "part from plain decoding at near-ties (by default each tree node gets plain decoding's "
+                        "bits where the CPU's products allow it)")
     p.add_argument("--no-prefill-ahead", dest="prefill_ahead", action="store_false", default=None,
                    help="do not prefill the likeliest next prompts (the first character typed, the completion "
                         "accepted) while the editor is idle after a completion")
@@ -72,7 +76,8 @@ def run(args) -> int:
         asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
                                                         static_shapes=config.static_shapes,
                                                         draft_gate=config.draft_gate,
-                                                        packed_weights=config.packed_weights)))
+                                                        packed_weights=config.packed_weights,
+                                                        exact_trees=config.exact_trees)))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2

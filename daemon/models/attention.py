@@ -14,6 +14,18 @@ the cache, ~9x faster for one query at that context and up to 2x for a few (BENC
 short query blocks"). Long unmasked blocks (prefill) keep transformers' causal path; long masked ones (a
 prefill after a reused prefix) pass the grouped heads with `enable_gqa`. On CUDA transformers' path is kept.
 Registered under its own name through transformers' attention interfaces: no model file is patched.
+
+Row-invariant attention (`exact_rows` on an attention module, set by TargetModel.use_exact_rows): in bfloat16 a
+query row's result otherwise depends on the block it is computed in. SDPA sums over every key of the call, masked
+or not, and its sums group keys by where they sit: a tree node's ancestors sit elsewhere among a tree's keys than
+in the one-token forwards of plain decoding, so the same node's output differs in the last bits and a near-tie
+can flip (BENCHMARKS.md, "Packed weights, folded attention and bfloat16 rounding on the Xeon"). For blocks of up
+to `exact_rows` queries each row is computed from its visible keys alone, in sequence order, the same way for any
+block: the keys before the last multiple of EXACT_KEY_BLOCK among them in one call (a view of the cache when they
+are its first entries, which they are unless the row's own ancestors reach that far), the rest (1-64 keys,
+gathered, padded and masked to 64) in another, merged by their log-sum-exp. The tail call gives each row its own
+batch entry; the unmasked prefix call folds the rows together where a check at load found that to keep each
+row's bits (`exact_fold`; 3.7x faster for 16 rows over 1,664 keys), else it too runs one batch entry per row.
 """
 
 from __future__ import annotations
@@ -52,6 +64,149 @@ def folded_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, att
     return output.reshape(batch, heads, rows, dim)
 
 
+EXACT_KEY_BLOCK = 64  # the row-invariant attention splits each row's keys at a multiple of this
+_flash_cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # (output, logsumexp, ...)
+_last_plan: tuple[torch.Tensor | None, tuple, "_RowPlan"] | None = None  # (mask, (rows, keys), plan) of the last call
+
+
+class _RowPlan:
+    """How each query row's visible keys split: a prefix of whole EXACT_KEY_BLOCK blocks, then the tail."""
+
+    def __init__(self, allowed: torch.Tensor, mask_dtype: torch.dtype):
+        rows, block = allowed.shape[0], EXACT_KEY_BLOCK
+        self.prefix_rows: dict[int, list[int]] = {}  # prefix length -> rows whose prefix is the first keys
+        self.gathered: list[tuple[int, torch.Tensor]] = []  # (row, key indices [P]) for the other rows
+        tail_index = torch.zeros((rows, block), dtype=torch.long)
+        tail_mask = torch.full((rows, block), torch.finfo(mask_dtype).min, dtype=mask_dtype)
+        for row in range(rows):
+            visible = allowed[row].nonzero().flatten()
+            prefix = block * ((visible.numel() - 1) // block)
+            if prefix and bool(allowed[row, :prefix].all()):
+                self.prefix_rows.setdefault(prefix, []).append(row)
+            elif prefix:
+                self.gathered.append((row, visible[:prefix]))
+            tail = visible[prefix:]
+            tail_index[row, : tail.numel()] = tail
+            tail_mask[row, : tail.numel()] = 0
+        self.tail_index = tail_index.flatten()  # [rows * block] key index of each tail slot
+        self.tail_mask = tail_mask  # [rows, block] additive: 0 for a key, the dtype's minimum for padding
+
+
+def _row_plan(attention_mask: torch.Tensor | None, rows: int, keys: int, dtype: torch.dtype) -> _RowPlan:
+    """The plan for this mask, made once per forward: every layer gets the same mask object."""
+    global _last_plan
+    last = _last_plan  # one read: another thread may replace it, never half of it
+    if last is not None and last[0] is attention_mask and last[1] == (rows, keys, dtype):
+        return last[2]
+    if attention_mask is None:  # one query that sees every key
+        allowed = torch.ones((rows, keys), dtype=torch.bool)
+    else:
+        rows_mask = attention_mask[0, 0].cpu()
+        allowed = rows_mask if rows_mask.dtype == torch.bool else rows_mask == 0
+    plan = _RowPlan(allowed, dtype)
+    _last_plan = (attention_mask, (rows, keys, dtype), plan)
+    return plan
+
+
+def _prefix_attention(queries: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
+                      fold: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of queries [r, Hkv, groups, D] over every one of key/value [1, Hkv, P, D]: ([r, Hkv, groups, D],
+    log-sum-exp [r, Hkv, groups]). `fold`: all rows in one call as query rows (checked at load to give each row
+    its one-row bits: folded_prefix_keeps_rows); else one batch entry per row over the same (expanded) keys."""
+    count, kv_heads, groups, dim = queries.shape
+    if not fold:
+        return _flash_cpu(queries, key.expand(count, -1, -1, -1), value.expand(count, -1, -1, -1), 0.0, False,
+                          scale=scale)[:2]
+    folded = queries.permute(1, 0, 2, 3).reshape(1, kv_heads, count * groups, dim)
+    output, lse = _flash_cpu(folded, key, value, 0.0, False, scale=scale)[:2]
+    return (output.reshape(kv_heads, count, groups, dim).permute(1, 0, 2, 3),
+            lse.reshape(kv_heads, count, groups).permute(1, 0, 2))
+
+
+@torch.no_grad()
+def folded_prefix_keeps_rows(dtype: torch.dtype, rows: int, kv_heads: int = 2, groups: int = 7, dim: int = 64,
+                             keys: tuple[int, ...] = (64, 320)) -> bool:
+    """Whether this CPU's flash kernel gives each of up to `rows` folded query rows (unmasked; `groups` query heads
+    per key/value head) the bits it gives the same row alone (on the Xeon measured: yes, for 1-32 rows over
+    64-1,664 keys)."""
+    generator = torch.Generator().manual_seed(0)
+    queries = torch.randn(rows, kv_heads, groups, dim, generator=generator).to(dtype)
+    for count in keys:
+        key, value = (torch.randn(1, kv_heads, count, dim, generator=generator).to(dtype) for _ in range(2))
+        alone = [_prefix_attention(queries[i : i + 1], key, value, 0.125, True) for i in range(rows)]
+        for block in range(2, rows + 1):
+            output, lse = _prefix_attention(queries[:block], key, value, 0.125, True)
+            if not all(torch.equal(output[i], alone[i][0][0]) and torch.equal(lse[i], alone[i][1][0])
+                       for i in range(block)):
+                return False
+    return True
+
+
+def row_invariant_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                       attention_mask: torch.Tensor | None, scaling: float | None, fold: bool = False) -> torch.Tensor:
+    """query [1, Hq, q, D], key/value [1, Hkv, kv, D], mask [1, 1, q, kv] (additive or boolean) or None with q = 1;
+    returns [1, Hq, q, D]: each row with the bits it gets when computed alone after its visible keys. `fold`: see
+    _prefix_attention."""
+    _, heads, rows, dim = query.shape
+    kv_heads, keys, block = key.shape[1], key.shape[2], EXACT_KEY_BLOCK
+    groups = heads // kv_heads
+    scale = scaling if scaling is not None else dim ** -0.5
+    plan = _row_plan(attention_mask, rows, keys, query.dtype)
+    queries = query[0].reshape(kv_heads, groups, rows, dim).permute(2, 0, 1, 3).contiguous()  # [q, Hkv, groups, D]
+    tail_keys = key[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
+    tail_values = value[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
+    tail_mask = plan.tail_mask[:, None, None, :].expand(rows, 1, groups, block).contiguous()
+    output, lse = _flash_cpu(queries, tail_keys.contiguous(), tail_values.contiguous(), 0.0, False,
+                             attn_mask=tail_mask, scale=scale)[:2]
+    output = output.float()  # [q, Hkv, groups, D]; lse [q, Hkv, groups]
+    if not plan.gathered and len(plan.prefix_rows) == 1 and len(next(iter(plan.prefix_rows.values()))) == rows:
+        prefix = next(iter(plan.prefix_rows))  # every row's prefix is the same first keys: no row indexing
+        part, part_lse = _prefix_attention(queries, key[:, :, :prefix], value[:, :, :prefix], scale, fold)
+        tail_weight, part_weight, _ = _merge_weights(lse, part_lse)
+        output = output * tail_weight[..., None] + part.float() * part_weight[..., None]
+        return output.to(query.dtype).permute(1, 2, 0, 3).reshape(1, heads, rows, dim)
+    for prefix, members in plan.prefix_rows.items():
+        index = torch.tensor(members)
+        part, part_lse = _prefix_attention(queries.index_select(0, index), key[:, :, :prefix],
+                                           value[:, :, :prefix], scale, fold)
+        _merge_into(output, lse, part, part_lse, index)
+    for row, visible in plan.gathered:
+        index = torch.tensor([row])
+        part, part_lse = _prefix_attention(queries[row : row + 1], key.index_select(2, visible),
+                                           value.index_select(2, visible), scale, fold)
+        _merge_into(output, lse, part, part_lse, index)
+    return output.to(query.dtype).permute(1, 2, 0, 3).reshape(1, heads, rows, dim)
+
+
+def _merge_into(output: torch.Tensor, lse: torch.Tensor, part: torch.Tensor, part_lse: torch.Tensor,
+                index: torch.Tensor) -> None:
+    """Fold attention over earlier keys (part [r, Hkv, groups, D], part_lse [r, Hkv, groups]) into rows `index` of
+    (output, lse), computed over the tail keys: softmax weights by the two log-sum-exps."""
+    tail, tail_lse = output.index_select(0, index), lse.index_select(0, index)
+    tail_weight, part_weight, both = _merge_weights(tail_lse, part_lse)
+    merged = tail * tail_weight[..., None] + part.float() * part_weight[..., None]
+    output.index_copy_(0, index, merged)
+    lse.index_copy_(0, index, both)
+
+
+_ROW_SLOT = 32  # floats per row in _merge_weights: a whole number of (two) SIMD vectors on x86
+
+
+def _merge_weights(first: torch.Tensor, second: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Softmax weights of two partial attentions from their log-sum-exps ([r, Hkv, groups] each): (exp(first - both),
+    exp(second - both), both = logaddexp(first, second)). torch's CPU kernels compute a transcendental function with
+    SIMD code over whole vectors and with scalar code over what is left, and the two may differ in the last bit; each
+    row is padded to its own _ROW_SLOT floats, so its values always take the SIMD code, however many rows there are."""
+    rows, heads, groups = first.shape
+    width = heads * groups
+    slot = -(-width // _ROW_SLOT) * _ROW_SLOT
+    a = torch.nn.functional.pad(first.reshape(rows, width), (0, slot - width))
+    b = torch.nn.functional.pad(second.reshape(rows, width), (0, slot - width))
+    both = torch.logaddexp(a, b)
+    weights = (torch.exp(a - both), torch.exp(b - both), both)
+    return tuple(w[:, :width].reshape(rows, heads, groups) for w in weights)
+
+
 def grouped_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                            attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                            is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
@@ -59,6 +214,11 @@ def grouped_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: to
     returns ([B, q, Hq, D], None) like every transformers attention function."""
     grouped = getattr(module, "num_key_value_groups", 1) > 1
     rows = query.shape[2]
+    if (rows <= getattr(module, "exact_rows", 0) and query.device.type == "cpu" and query.shape[0] == 1
+            and not dropout and kwargs.get("position_bias") is None
+            and (attention_mask.shape[1] == 1 if attention_mask is not None else rows == 1)):
+        output = row_invariant_sdpa(query, key, value, attention_mask, scaling, getattr(module, "exact_fold", False))
+        return output.transpose(1, 2).contiguous(), None
     if (not grouped or query.device.type != "cpu" or dropout or kwargs.get("position_bias") is not None
             or (attention_mask is None and rows > 1)):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,

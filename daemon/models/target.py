@@ -102,6 +102,9 @@ class TargetModel:
     stop_token_ids: tuple[int, ...] = ()  # generation stops at any of these
     fim_tokens: tuple[str, str, str] | None = None  # (prefix, suffix, middle) markers, if the model has them
     packed_weights: bool = False  # linear weights packed for oneDNN (models/packed_linear.py); set by pack_weights
+    # Forwards of up to this many tokens give each token the bits a one-token forward gives it (0: not ensured);
+    # set by use_exact_rows (models/row_invariance.py checks the products, attention.py computes attention so)
+    exact_rows: int = 0
     # Which hidden states the drafter reads as "features": () = the lm_head's input (EAGLE-1/2); otherwise the
     # decoder's hidden states at these indices (0 = the embeddings, i = the input of layer i, num_hidden_layers =
     # the lm_head's input) concatenated, the low/middle/high fusion of EAGLE-3. Set by EagleHead.attach from the
@@ -143,6 +146,15 @@ class TargetModel:
     def feature_size(self) -> int:
         """Width of one position's features: H, or H per fused layer."""
         return self.config.hidden_size * max(1, len(self.feature_layers))
+
+    def use_exact_rows(self, rows: int, fold: bool = False) -> None:
+        """Compute attention row by row (attention.row_invariant_sdpa) in forwards of up to `rows` tokens (0: off);
+        `fold`: its unmasked part may fold the rows into one call (attention.folded_prefix_keeps_rows). Only worth it
+        where the matrix products are row-invariant up to `rows` too (row_invariance.invariant_rows)."""
+        for layer in self.decoder.layers:
+            layer.self_attn.exact_rows = rows
+            layer.self_attn.exact_fold = fold
+        self.exact_rows = rows
 
     def use_feature_layers(self, layers: tuple[int, ...]) -> None:
         """Read the features from these hidden-state indices (() = the lm_head's input)."""

@@ -79,6 +79,8 @@ def profile_key(target, head) -> str:
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
              "packed" if getattr(target, "packed_weights", False) else "unpacked"]
+    if getattr(target, "exact_rows", 0):  # attention computed row by row: another curve
+        parts.append(f"exact rows {target.exact_rows}")
     if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost
         from ..speculative.model_drafter import MODEL_WIDTH
 

@@ -63,6 +63,9 @@ class ServiceConfig:
     prefill_ahead: bool = True
     # pack the weights once for oneDNN where that gives the same bits faster (bfloat16 on a CPU; measured at load)
     packed_weights: bool = True
+    # verify trees so that each node gets the bits plain decoding gives it (bfloat16 on a CPU whose products allow
+    # it, checked at load; trees are then capped at that many tokens, 32 on the CPUs measured)
+    exact_trees: bool = True
     static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
     log_level: str = "warning"  # debug, info, warning or error
 
@@ -117,8 +120,8 @@ def _validate(config: ServiceConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
             kind = "a positive" if least else "a non-negative"
             raise ValueError(f"setting {name} must be {kind} integer, not {value!r}")
-    for name in ("allow_remote", "draft_gate", "follow_last_completion", "packed_weights", "prefill_ahead",
-                 "static_shapes"):
+    for name in ("allow_remote", "draft_gate", "exact_trees", "follow_last_completion", "packed_weights",
+                 "prefill_ahead", "static_shapes"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
     for name in ("model", "head", "device", "dtype", "socket", "tcp", "token"):

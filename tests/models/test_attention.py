@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from nestling.daemon.models.attention import ATTENTION, FOLD_MAX_QUERIES, folded_sdpa, grouped_sdpa_attention
+from nestling.daemon.models.attention import (ATTENTION, FOLD_MAX_QUERIES, folded_prefix_keeps_rows, folded_sdpa,
+                                              grouped_sdpa_attention)
 from nestling.daemon.models.kv_cache import new_cache
 from nestling.daemon.speculative.masks import block_mask
 from tiny import tiny_target
@@ -95,3 +96,72 @@ def test_a_mask_is_folded_once_for_all_layers_of_a_forward():
     assert _folded_mask(mask, 7) is folded  # the next layer, same mask object: no second copy
     other = mask.clone()
     assert _folded_mask(other, 7) is not folded and torch.equal(_folded_mask(other, 7), folded)
+
+
+class Exact(Grouped):
+    exact_rows = 32  # what TargetModel.use_exact_rows sets on each attention module
+    exact_fold = False
+
+
+class ExactFolded(Exact):
+    exact_fold = True  # the unmasked prefix in one call (where folded_prefix_keeps_rows finds that exact)
+
+
+def tree_allowed(rows: int, context: int, generator: torch.Generator) -> tuple[torch.Tensor, list[list[int]]]:
+    """[rows, context + rows] bool for a random tree after `context` keys, and each row's visible keys in order."""
+    parents = [-1] + [int(torch.randint(max(0, i - 3), i, (1,), generator=generator)) for i in range(1, rows)]
+    allowed = torch.zeros(rows, context + rows, dtype=torch.bool)
+    allowed[:, :context] = True
+    visible = []
+    for row in range(rows):
+        path, node = [], row
+        while node >= 0:
+            path.append(context + node)
+            node = parents[node]
+        allowed[row, path] = True
+        visible.append(list(range(context)) + sorted(path))
+    return allowed, visible
+
+
+@pytest.mark.parametrize("module", [Exact, ExactFolded])
+@pytest.mark.parametrize("rows,context", [(1, 40), (7, 40), (12, 63), (20, 64), (32, 130), (9, 317)])
+def test_row_invariant_attention_computes_attention(rows, context, module):
+    generator = torch.Generator().manual_seed(rows + context)
+    query = torch.randn(1, 14, rows, 64, generator=generator)
+    key, value = (torch.randn(1, 2, context + rows, 64, generator=generator) for _ in range(2))
+    allowed, _ = tree_allowed(rows, context, generator)
+    mask = torch.zeros(1, 1, rows, context + rows).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    output, _ = grouped_sdpa_attention(module(), query, key, value, mask, scaling=0.125)
+    torch.testing.assert_close(output, reference(query, key, value, mask), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("module", [Exact, ExactFolded])
+@pytest.mark.parametrize("context", [5, 60, 63, 64, 65, 127, 317, 1000])
+def test_a_tree_row_gets_the_bits_of_a_one_token_step_after_its_own_keys(context, module):
+    """What makes bfloat16 trees exact: each tree row, computed in a block, equals the same query computed alone
+    after exactly its visible keys (the prefix and its ancestors, contiguous, as plain decoding has them)."""
+    generator = torch.Generator().manual_seed(context)
+    for rows in (4, 16, 32):
+        query = torch.randn(1, 14, rows, 64, generator=generator).to(torch.bfloat16)
+        key, value = (torch.randn(1, 2, context + rows, 64, generator=generator).to(torch.bfloat16) for _ in range(2))
+        allowed, visible = tree_allowed(rows, context, generator)
+        mask = torch.zeros(1, 1, rows, context + rows, dtype=torch.bfloat16).masked_fill(
+            ~allowed, torch.finfo(torch.bfloat16).min)
+        if module is ExactFolded and not folded_prefix_keeps_rows(torch.bfloat16, rows):
+            pytest.skip("this CPU's flash kernel rounds folded rows differently: the folded prefix is not used")
+        block, _ = grouped_sdpa_attention(module(), query, key, value, mask, scaling=0.125)
+        for row in range(rows):
+            keys = torch.tensor(visible[row])
+            alone, _ = grouped_sdpa_attention(module(), query[:, :, row : row + 1], key[:, :, keys],
+                                              value[:, :, keys], None, scaling=0.125)
+            assert torch.equal(alone[:, 0], block[:, row]), (rows, row)
+
+
+def test_blocks_longer_than_exact_rows_take_the_folded_path():
+    generator = torch.Generator().manual_seed(1)
+    query = torch.randn(1, 14, 33, 64, generator=generator)
+    key, value = (torch.randn(1, 2, 80, 64, generator=generator) for _ in range(2))
+    mask = torch.zeros(1, 1, 33, 80)
+    exact, _ = grouped_sdpa_attention(Exact(), query, key, value, mask, scaling=0.125)
+    folded, _ = grouped_sdpa_attention(Grouped(), query, key, value, mask, scaling=0.125)
+    assert torch.equal(exact, folded)

@@ -125,3 +125,29 @@ def test_streamed_chunks_concatenate_to_the_output():
     chunks = list(generation)
     assert [t for chunk in chunks for t in chunk] == generation.tokens
     assert len(chunks) == generation.stats.target_forwards + 1  # prefill's token, then one chunk per forward
+
+
+@lru_cache(maxsize=None)
+def exact_bfloat16(arch: str):
+    """A bfloat16 target whose verify forwards give each tree node plain decoding's bits (attention row by row, the
+    products checked), and a head that agrees with it often, in bfloat16 too."""
+    from nestling.daemon.runtime import use_exact_rows
+
+    bf16 = tiny_target(arch, seed=5, stop_ids=(VOCAB - 1,))
+    bf16.model.to(torch.bfloat16)
+    rows = use_exact_rows(bf16)  # as load_runtime does: the products checked, attention row by row
+    return bf16, informed_head(bf16), rows
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(["qwen2", "llama"]), prompt=prompts, max_new=st.integers(1, 48),
+       top_k=st.integers(1, 8), depth=st.integers(1, 7), nodes=st.integers(0, 40))
+def test_bfloat16_trees_verified_row_by_row_equal_autoregressive(arch, prompt, max_new, top_k, depth, nodes):
+    bf16, drafter_head, rows = exact_bfloat16(arch)
+    if rows < 2:
+        pytest.skip("this CPU's bfloat16 products round a row differently beside others: no exact trees here")
+    budget = TreeBudget(top_k=top_k, depth=depth, total_tokens=min(nodes, rows - 1))
+    stop = StopRule(max_new_tokens=max_new)
+    expected = SpeculativeEngine(bf16, NoDrafter).generate(prompt, stop=stop).run()
+    got = SpeculativeEngine(bf16, lambda: EagleDrafter(drafter_head), budget).generate(prompt, stop=stop).run()
+    assert got.tokens == expected.tokens
