@@ -214,9 +214,12 @@ def use_exact_rows(target: TargetModel) -> int:
                  "when other rows go with it")
         return 0
     config = target.config
-    kv_heads, heads = config.num_key_value_heads, config.num_attention_heads
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
     dim = getattr(config, "head_dim", None) or config.hidden_size // heads
     target.use_exact_rows(rows, fold=folded_prefix_keeps_rows(target.dtype, rows, kv_heads, heads // kv_heads, dim))
+    if not target.exact_rows:
+        return 0
     log.info("trees of up to %d tokens verify with plain decoding's bits (exact_trees = false turns it off)", rows)
     return rows
 

@@ -151,9 +151,13 @@ class TargetModel:
         """Compute attention row by row (attention.row_invariant_sdpa) in forwards of up to `rows` tokens (0: off);
         `fold`: its unmasked part may fold the rows into one call (attention.folded_prefix_keeps_rows). Only worth it
         where the matrix products are row-invariant up to `rows` too (row_invariance.invariant_rows)."""
-        for layer in self.decoder.layers:
-            layer.self_attn.exact_rows = rows
-            layer.self_attn.exact_fold = fold
+        attentions = [getattr(layer, "self_attn", None) for layer in getattr(self.decoder, "layers", ())]
+        if not attentions or any(attention is None for attention in attentions):
+            rows = 0  # not a Llama-style decoder: its attention modules are not known here
+        for attention in attentions:
+            if attention is not None:
+                attention.exact_rows = rows
+                attention.exact_fold = fold
         self.exact_rows = rows
 
     def use_feature_layers(self, layers: tuple[int, ...]) -> None:

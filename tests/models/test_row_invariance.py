@@ -30,3 +30,15 @@ def test_the_first_row_count_that_rounds_differently_sets_the_limit():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8, bias=False), RowsTogether(5)).to(BF16)
     assert invariant_rows(model, BF16, CPU, max_rows=12) == 4
     assert invariant_rows(torch.nn.Sequential(RowsTogether(2)).to(BF16), BF16, CPU) == 1
+
+
+def test_a_target_sets_exact_rows_on_each_attention_module_it_knows():
+    from tiny import tiny_target
+
+    target = tiny_target("qwen2")
+    target.use_exact_rows(16, fold=True)
+    assert target.exact_rows == 16
+    assert all(layer.self_attn.exact_rows == 16 and layer.self_attn.exact_fold for layer in target.decoder.layers)
+    del target.decoder.layers[0].self_attn  # a decoder layout it does not know: no exact rows anywhere
+    target.use_exact_rows(16)
+    assert target.exact_rows == 0 and target.decoder.layers[1].self_attn.exact_rows == 0
