@@ -16,8 +16,7 @@ from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.default_model import EMBEDDED_MODELS
 from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
-from .models.attention import folded_prefix_keeps_rows
-from .models.row_invariance import invariant_rows
+from .models.row_invariance import attention_geometry, load_or_check
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
 from .policy.gate import DraftGate, GatedDrafter
@@ -203,25 +202,22 @@ def pack_weights(target: TargetModel, head: EagleHead | None, draft_model: Targe
 def use_exact_rows(target: TargetModel) -> int:
     """Make verify forwards give each tree node plain decoding's bits where this CPU's products allow it (bfloat16
     and float16 on a CPU; not float32, whose products are not row-invariant but far from flipping an argmax, nor
-    GPUs): checks the target's own matrices (models/row_invariance.py), then computes attention row by row for
-    forwards of up to that many tokens. The latency-aware trees are then capped to fit (Runtime.max_tree_nodes).
-    Returns the rows (0: not used)."""
+    GPUs): checks the target's own matrices (models/row_invariance.py; the verdict is kept on disk), then computes
+    attention row by row for forwards of up to that many tokens. The latency-aware trees are then capped to fit
+    (Runtime.max_tree_nodes). Returns the rows (0: not used)."""
     if target.device.type != "cpu" or target.dtype == torch.float32:
         return 0
-    rows = invariant_rows(target.model, target.dtype, target.device)
-    if rows < 2:
+    verdict = load_or_check(target.model, target.dtype, target.device, attention_geometry(target.config))
+    if verdict.rows < 2:
         log.info("trees are not verified exactly on this CPU: its matrix products round a row differently "
                  "when other rows go with it")
         return 0
-    config = target.config
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    target.use_exact_rows(rows, fold=folded_prefix_keeps_rows(target.dtype, rows, kv_heads, heads // kv_heads, dim))
+    target.use_exact_rows(verdict.rows, fold=verdict.fold)
     if not target.exact_rows:
         return 0
-    log.info("trees of up to %d tokens verify with plain decoding's bits (exact_trees = false turns it off)", rows)
-    return rows
+    log.info("trees of up to %d tokens verify with plain decoding's bits (exact_trees = false turns it off)",
+             target.exact_rows)
+    return target.exact_rows
 
 
 STATIC_BUCKETS = (16, 32, 64, 128)  # tree sizes (root included) of the static-shape option

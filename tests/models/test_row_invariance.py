@@ -2,6 +2,8 @@
 (bfloat16: on the CPUs measured its products are row-invariant for small blocks; float32's are not, its one-row
 product takes another path than a block's.)"""
 
+import json
+
 import torch
 
 from nestling.daemon.models.row_invariance import invariant_rows
@@ -42,3 +44,87 @@ def test_a_target_sets_exact_rows_on_each_attention_module_it_knows():
     del target.decoder.layers[0].self_attn  # a decoder layout it does not know: no exact rows anywhere
     target.use_exact_rows(16)
     assert target.exact_rows == 0 and target.decoder.layers[1].self_attn.exact_rows == 0
+
+
+def _counting_checks(monkeypatch):
+    """Count how often the product check runs (load_or_check calls it only when no verdict is kept)."""
+    from nestling.daemon.models import row_invariance
+
+    calls = []
+    real = row_invariance.invariant_rows
+    monkeypatch.setattr(row_invariance, "invariant_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def test_the_verdict_is_kept_on_disk_and_reused(monkeypatch, tmp_path):
+    from nestling.daemon.models.row_invariance import load_or_check, verdict_key, verdict_path
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path))
+    calls = _counting_checks(monkeypatch)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8, bias=False), RowsTogether(5)).to(BF16)
+    first = load_or_check(model, BF16, CPU, (1, 2, 8))
+    assert (first.rows, calls) == (4, [1])
+    assert verdict_path(verdict_key(model, BF16, CPU, (1, 2, 8))).is_file()
+    assert load_or_check(model, BF16, CPU, (1, 2, 8)) == first and calls == [1]  # read back, not checked again
+    load_or_check(model, BF16, CPU, (2, 2, 8))  # another attention geometry: another verdict
+    assert calls == [1, 1]
+
+
+def test_the_key_follows_shapes_dtype_and_threads_not_weights(monkeypatch):
+    from nestling.daemon.models.row_invariance import verdict_key
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)).to(BF16)
+    key = verdict_key(model, BF16, CPU, (1, 2, 8))
+    same_shapes = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)).to(BF16)
+    assert verdict_key(same_shapes, BF16, CPU, (1, 2, 8)) == key
+    assert verdict_key(torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.Linear(24, 8)).to(BF16), BF16, CPU,
+                       (1, 2, 8)) != key
+    assert verdict_key(model.to(torch.float16), torch.float16, CPU, (1, 2, 8)) != key
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
+    assert verdict_key(model.to(BF16), BF16, CPU, (1, 2, 8)) != key
+
+
+def test_an_unreadable_or_impossible_verdict_is_checked_again(monkeypatch, tmp_path):
+    from nestling.daemon.models.row_invariance import load_or_check, verdict_key, verdict_path
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path))
+    calls = _counting_checks(monkeypatch)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)).to(BF16)
+    path = verdict_path(verdict_key(model, BF16, CPU, (1, 2, 8)))
+    path.parent.mkdir(parents=True)
+    for kept in ("not json {", '{"rows": 4}', '{"rows": 99, "fold": true}', '{"rows": "32", "fold": true}',
+                 '{"rows": 32, "fold": 1}', "[]"):
+        path.write_text(kept)
+        verdict = load_or_check(model, BF16, CPU, (1, 2, 8))
+        assert verdict.rows == 32 and isinstance(verdict.fold, bool)
+        assert json.loads(path.read_text()) == {"rows": 32, "fold": verdict.fold}  # replaced by the new verdict
+    assert len(calls) == 6
+
+
+def test_a_cache_that_cannot_be_written_still_gives_the_verdict(monkeypatch, tmp_path, caplog):
+    from nestling.daemon.models.row_invariance import load_or_check
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(blocker))  # its "exactness" folder cannot be made
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16)).to(BF16)
+    assert load_or_check(model, BF16, CPU, (1, 2, 8)).rows == 32
+    assert "could not keep the row-invariance verdict" in caplog.text
+
+
+def test_use_exact_rows_checks_once_per_machine(monkeypatch, tmp_path):
+    from tiny import tiny_target
+
+    from nestling.daemon.runtime import use_exact_rows
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path))
+    calls = _counting_checks(monkeypatch)
+    first = tiny_target("qwen2")
+    first.model.to(BF16)
+    rows = use_exact_rows(first)
+    assert calls == [1] and first.exact_rows == rows
+    again = tiny_target("qwen2")
+    again.model.to(BF16)
+    assert use_exact_rows(again) == rows and again.exact_rows == rows and calls == [1]  # the kept verdict
+    assert use_exact_rows(tiny_target("qwen2")) == 0 and calls == [1]  # float32: never checked, never exact
