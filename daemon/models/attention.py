@@ -90,6 +90,16 @@ class _RowPlan:
             tail_mask[row, : tail.numel()] = 0
         self.tail_index = tail_index.flatten()  # [rows * block] key index of each tail slot
         self.tail_mask = tail_mask  # [rows, block] additive: 0 for a key, the dtype's minimum for padding
+        self._group_masks: dict[int, torch.Tensor] = {}
+
+    def tail_mask_for(self, groups: int) -> torch.Tensor:
+        """[rows, 1, groups, block]: the tail mask of each row's batch entry, made once per forward."""
+        mask = self._group_masks.get(groups)
+        if mask is None:
+            rows, block = self.tail_mask.shape
+            mask = self.tail_mask[:, None, None, :].expand(rows, 1, groups, block).contiguous()
+            self._group_masks[groups] = mask
+        return mask
 
 
 def _row_plan(attention_mask: torch.Tensor | None, rows: int, keys: int, dtype: torch.dtype) -> _RowPlan:
@@ -155,16 +165,15 @@ def row_invariant_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     queries = query[0].reshape(kv_heads, groups, rows, dim).permute(2, 0, 1, 3).contiguous()  # [q, Hkv, groups, D]
     tail_keys = key[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
     tail_values = value[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
-    tail_mask = plan.tail_mask[:, None, None, :].expand(rows, 1, groups, block).contiguous()
     output, lse = _flash_cpu(queries, tail_keys.contiguous(), tail_values.contiguous(), 0.0, False,
-                             attn_mask=tail_mask, scale=scale)[:2]
+                             attn_mask=plan.tail_mask_for(groups), scale=scale)[:2]
     output = output.float()  # [q, Hkv, groups, D]; lse [q, Hkv, groups]
     if not plan.gathered and len(plan.prefix_rows) == 1 and len(next(iter(plan.prefix_rows.values()))) == rows:
         prefix = next(iter(plan.prefix_rows))  # every row's prefix is the same first keys: no row indexing
         part, part_lse = _prefix_attention(queries, key[:, :, :prefix], value[:, :, :prefix], scale, fold)
         tail_weight, part_weight, _ = _merge_weights(lse, part_lse)
         output = output * tail_weight[..., None] + part.float() * part_weight[..., None]
-        return output.to(query.dtype).permute(1, 2, 0, 3).reshape(1, heads, rows, dim)
+        return _heads_first(output.to(query.dtype))
     for prefix, members in plan.prefix_rows.items():
         index = torch.tensor(members)
         part, part_lse = _prefix_attention(queries.index_select(0, index), key[:, :, :prefix],
@@ -175,7 +184,14 @@ def row_invariant_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
         part, part_lse = _prefix_attention(queries[row : row + 1], key.index_select(2, visible),
                                            value.index_select(2, visible), scale, fold)
         _merge_into(output, lse, part, part_lse, index)
-    return output.to(query.dtype).permute(1, 2, 0, 3).reshape(1, heads, rows, dim)
+    return _heads_first(output.to(query.dtype))
+
+
+def _heads_first(output: torch.Tensor) -> torch.Tensor:
+    """[q, Hkv, groups, D] -> a [1, Hq, q, D] view (query head h = kv head * groups + group), whose transpose to
+    [1, q, Hq, D], the layout transformers wants back, needs no copy."""
+    rows, kv_heads, groups, dim = output.shape
+    return output.view(rows, kv_heads * groups, dim).transpose(0, 1)[None]
 
 
 def _merge_into(output: torch.Tensor, lse: torch.Tensor, part: torch.Tensor, part_lse: torch.Tensor,
@@ -200,11 +216,10 @@ def _merge_weights(first: torch.Tensor, second: torch.Tensor) -> tuple[torch.Ten
     rows, heads, groups = first.shape
     width = heads * groups
     slot = -(-width // _ROW_SLOT) * _ROW_SLOT
-    a = torch.nn.functional.pad(first.reshape(rows, width), (0, slot - width))
-    b = torch.nn.functional.pad(second.reshape(rows, width), (0, slot - width))
-    both = torch.logaddexp(a, b)
-    weights = (torch.exp(a - both), torch.exp(b - both), both)
-    return tuple(w[:, :width].reshape(rows, heads, groups) for w in weights)
+    pair = torch.nn.functional.pad(torch.stack((first, second)).reshape(2, rows, width), (0, slot - width))
+    both = torch.logaddexp(pair[0], pair[1])
+    weights = torch.exp(pair - both)[..., :width].reshape(2, rows, heads, groups)
+    return weights[0], weights[1], both[:, :width].reshape(rows, heads, groups)
 
 
 def grouped_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
