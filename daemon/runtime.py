@@ -125,6 +125,8 @@ class Runtime:
             "device": str(self.target.device),
             "dtype": str(self.target.dtype).removeprefix("torch."),
             "head": self.head_source,
+            "exact_rows": self.target.exact_rows,  # trees of up to this many tokens get plain decoding's bits
+            "packed_weights": self.target.packed_weights,
         }
 
 

@@ -174,7 +174,7 @@ class LatencyPercentiles(_message.Message):
     def __init__(self, p50_ms: _Optional[float] = ..., p95_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used")
+    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used", "exact_rows", "packed_weights")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +193,8 @@ class GetStatsResponse(_message.Message):
     PREFILLED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PREFILLS_AHEAD_FIELD_NUMBER: _ClassVar[int]
     PREFILLS_AHEAD_USED_FIELD_NUMBER: _ClassVar[int]
+    EXACT_ROWS_FIELD_NUMBER: _ClassVar[int]
+    PACKED_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     model: str
     device: str
     dtype: str
@@ -211,4 +213,6 @@ class GetStatsResponse(_message.Message):
     prefilled_tokens: int
     prefills_ahead: int
     prefills_ahead_used: int
-    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ...) -> None: ...
+    exact_rows: int
+    packed_weights: bool
+    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ..., exact_rows: _Optional[int] = ..., packed_weights: _Optional[bool] = ...) -> None: ...

@@ -45,7 +45,9 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
     first, total = stats.time_to_first_token, stats.total
     return [
         f"nestling daemon{f' (pid {pid})' if pid else ''} serving at {address}",
-        f"model     {stats.model} on {stats.device} ({stats.dtype}); head {stats.head}",
+        f"model     {stats.model} on {stats.device} ({stats.dtype}{', packed weights' if stats.packed_weights else ''});"
+        f" head {stats.head}",
+        f"exact     {_exactness(stats)}",
         f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions ({stats.errors} failed, "
         f"{stats.superseded} superseded by a newer one), mean tau {stats.mean_tau:.2f}",
         f"latency   first token p50 {first.p50_ms:.0f} ms, p95 {first.p95_ms:.0f}, p99 {first.p99_ms:.0f}; "
@@ -55,6 +57,18 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
         f"{stats.prefills_ahead} ahead of the next request, {stats.prefills_ahead_used} of them used",
     ]
+
+
+def _exactness(stats) -> str:
+    """How close the outputs are to what the model alone would write, in words."""
+    if stats.exact_rows:
+        return f"bit for bit: trees of up to {stats.exact_rows} tokens verify with plain decoding's bits"
+    if stats.dtype == "float32":
+        return "in practice: trees verify as one block, in float32 no output has been seen to part"
+    if not stats.device:
+        return "unknown until the model is loaded"
+    return (f"near-ties may part: trees verify as one block in {stats.dtype} (exact_trees off, a GPU, or this "
+            "CPU's products failed the check at load)")
 
 
 def as_dict(message) -> dict:

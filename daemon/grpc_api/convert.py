@@ -82,4 +82,5 @@ def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cach
         time_to_first_token=percentiles(snapshot["first_token"]), total=percentiles(snapshot["total"]),
         cache_bytes=cache[0], cache_documents=cache[1], cache_limit_bytes=cache_limit,
         prefills=snapshot["prefills"], prefilled_tokens=snapshot["prefilled_tokens"],
-        prefills_ahead=snapshot["prefills_ahead"], prefills_ahead_used=snapshot["prefills_ahead_used"])
+        prefills_ahead=snapshot["prefills_ahead"], prefills_ahead_used=snapshot["prefills_ahead_used"],
+        exact_rows=described.get("exact_rows", 0), packed_weights=described.get("packed_weights", False))

@@ -202,6 +202,35 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
                          "7 ahead of the next request, 3 of them used")
 
 
+@pytest.mark.parametrize("fields, says", [
+    (dict(device="cpu", dtype="bfloat16", exact_rows=32, packed_weights=True), "bit for bit: trees of up to 32 tokens"),
+    (dict(device="cpu", dtype="float32"), "in practice: trees verify as one block"),
+    (dict(device="cuda:0", dtype="bfloat16"), "near-ties may part: trees verify as one block in bfloat16"),
+    (dict(model="loading"), "unknown until the model is loaded"),
+])
+def test_status_says_how_exact_the_outputs_are(fields, says):
+    from nestling.daemon.cli.status import describe
+    from nestling.proto import completion_pb2 as pb
+
+    lines = describe(pb.GetStatsResponse(**{"model": "m", **fields}), "unix:/run/daemon.sock", None)
+    assert lines[2].startswith("exact     " + says)
+    assert ("packed weights" in lines[1]) == bool(fields.get("packed_weights"))
+
+
+def test_stats_carry_the_runtime_exactness_and_packing():
+    from nestling.daemon.grpc_api.convert import stats_response
+
+    snapshot = {"uptime_s": 1.0, "requests": 0, "errors": 0, "superseded": 0, "mean_tau": 0.0, "prefills": 0,
+                "prefilled_tokens": 0, "prefills_ahead": 0, "prefills_ahead_used": 0,
+                **{key: {"p50": 0.0, "p95": 0.0, "p99": 0.0} for key in ("first_token", "total")}}
+    described = {"model": "m", "device": "cpu", "dtype": "bfloat16", "head": "h", "exact_rows": 32,
+                 "packed_weights": True}
+    response = stats_response(described, snapshot, (0, 0), 0)
+    assert response.exact_rows == 32 and response.packed_weights
+    loading = stats_response({"model": "loading", "device": "", "dtype": "", "head": ""}, snapshot, (0, 0), 0)
+    assert loading.exact_rows == 0 and not loading.packed_weights
+
+
 def test_serve_flags_turn_off_the_prefill_ahead_and_the_hint():
     from nestling.daemon.cli.main import build_parser
     from nestling.daemon.cli.serve import settings_from

@@ -201,6 +201,7 @@ def test_stats_report_the_model_and_latencies(daemon):
     daemon.client.complete(request(uri="file:///counted.py"))
     stats = daemon.client.stats()
     assert stats.requests == before + 1 and stats.head == "test" and stats.device == "cpu"
+    assert stats.dtype == "float32" and stats.exact_rows == 0 and not stats.packed_weights  # the tiny test model
     assert stats.time_to_first_token.p50_ms > 0 and stats.cache_documents > 0
 
 
