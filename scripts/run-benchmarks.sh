@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduce the measurements in BENCHMARKS.md on this machine: JSON and PNGs land in benchmarks/.
-# Runs everything side by side in single processes; ~95 minutes on a 2-core CPU. Needs nestling[dev,bench].
+# Runs everything side by side in single processes; ~115 minutes on a 2-core CPU. Needs nestling[dev,bench].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks
@@ -39,6 +39,17 @@ step "exactness: the same six prompts in float32 and in bfloat16"
 nestling bench --dtype float32 --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 \
   --out "$out/exactness_float32.json"
 nestling bench --modes ar,eagle-ref,spec --per-file 1 --limit 6 --max-tokens 64 --out "$out/exactness_bfloat16.json"
+
+step "exact bfloat16 trees against block verification: greedy, and sampled at temperature 0.8"
+for setting in exact block; do
+  flag=$([ "$setting" = block ] && echo --no-exact-trees || true)
+  nestling bench humaneval --modes ar,spec --limit 24 --max-tokens 64 $flag --out "$out/exact_humaneval24_$setting.json"
+  nestling bench --modes ar,spec --per-file 1 --limit 16 --max-tokens 64 $flag --out "$out/exact_heldout16_$setting.json"
+  nestling bench --modes ar,spec --per-file 1 --limit 8 --max-tokens 64 --temperature 0.8 $flag \
+    --out "$out/exact_heldout8_t08_$setting.json"
+  nestling bench humaneval --modes ar,spec --limit 8 --max-tokens 64 --temperature 0.8 $flag \
+    --out "$out/exact_humaneval8_t08_$setting.json"
+done
 
 step "prompt-lookup acceptance per matched n-gram length (needs a train-head cache; skipped without one)"
 if [ -d "${HEAD_CACHE_DIR:-/tmp/headrun/cache}/train" ]; then
