@@ -87,6 +87,11 @@ class Runtime:
     def engine(self, mode: str = "spec") -> SpeculativeEngine:
         """An engine whose drafter implements `mode`; pair it with budget(mode, region) per request."""
         self._check(mode)
+        rows = self.target.exact_rows
+        if mode == "eagle-ref" and rows and self.budget.total_tokens + 1 > rows:
+            log.warning("eagle-ref verifies %d-token trees, more than the %d this CPU verifies with plain decoding's "
+                        "bits: its bfloat16 output may part from plain decoding at near-ties (the latency-aware modes "
+                        "keep their trees within %d)", self.budget.total_tokens + 1, rows, rows)
         tree = self.tree_drafter()
         if mode == "ar":
             factory = NoDrafter

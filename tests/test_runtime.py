@@ -46,6 +46,19 @@ def test_reference_and_baseline_modes_and_the_ablation_flag_are_ungated():
     assert isinstance(runtime(head=False).engine("spec").make_drafter(), LookupDrafter)
 
 
+def test_trees_fit_the_exact_rows_and_a_reference_tree_that_cannot_says_so(caplog):
+    rt = runtime()
+    rt.target.exact_rows = 32  # as use_exact_rows sets it on a CPU whose bfloat16 products pass the check
+    assert rt.max_tree_nodes == 31 and rt.budget_for("spec").total_tokens <= 31
+    rt.engine("eagle-ref")  # the reference tree: 60 nodes and its root
+    assert "eagle-ref verifies 61-token trees, more than the 32" in caplog.text
+    caplog.clear()
+    rt.engine("spec")
+    rt.target.exact_rows = 0
+    rt.engine("eagle-ref")
+    assert "eagle-ref verifies" not in caplog.text
+
+
 def test_a_draft_model_drafts_the_trees_of_every_tree_mode_losslessly():
     target = tiny_target("qwen2")
     rt = Runtime(target=target, head=None, head_source="model:test", draft_model=tiny_target("llama", seed=5),
