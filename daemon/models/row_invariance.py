@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass
 
 import torch
@@ -27,6 +28,9 @@ from .target import cpu_features, cpu_name
 
 MAX_EXACT_ROWS = 32  # the most rows checked (and so the largest tree verified exactly)
 CHECKS = "products: 2-32 rows, seed 0; fold: keys 64 and 320"  # in the cache key: changed checks run again
+# settings that change which kernels oneDNN picks (and so a product's bits): in the cache key when set
+KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE",
+                   "ONEDNN_CPU_ISA_HINTS", "DNNL_CPU_ISA_HINTS")
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +87,13 @@ def attention_geometry(config) -> tuple[int, int, int]:
 
 def verdict_key(model: nn.Module, dtype: torch.dtype, device: torch.device, geometry: tuple[int, int, int]) -> str:
     """What the verdict depends on: the products' kinds and shapes (a kernel is picked by shape, layout and dtype,
-    not by the weights' values), the attention geometry, the CPU, torch (which carries oneDNN) and its threads."""
+    not by the weights' values), the attention geometry, the CPU, torch (which carries oneDNN), its threads and the
+    environment settings that steer oneDNN's choice of kernels."""
     kinds = sorted(repr((type(m).__name__, m.out_features, m.in_features, getattr(m, "bias", None) is not None,
                          str(getattr(getattr(m, "weight", None), "dtype", None)))) for m in _linears(model))
     parts = [*kinds, str(dtype), str(device), cpu_name(), ",".join(cpu_features()), torch.__version__,
-             str(torch.get_num_threads()), repr(geometry), CHECKS]
+             str(torch.get_num_threads()), repr(geometry), CHECKS,
+             *(f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ)]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 

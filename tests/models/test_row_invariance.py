@@ -70,7 +70,7 @@ def test_the_verdict_is_kept_on_disk_and_reused(monkeypatch, tmp_path):
     assert calls == [1, 1]
 
 
-def test_the_key_follows_shapes_dtype_and_threads_not_weights(monkeypatch):
+def test_the_key_follows_shapes_dtype_threads_and_kernel_settings_not_weights(monkeypatch):
     from nestling.daemon.models.row_invariance import verdict_key
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)).to(BF16)
@@ -80,9 +80,15 @@ def test_the_key_follows_shapes_dtype_and_threads_not_weights(monkeypatch):
     assert verdict_key(torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.Linear(24, 8)).to(BF16), BF16, CPU,
                        (1, 2, 8)) != key
     assert verdict_key(model.to(torch.float16), torch.float16, CPU, (1, 2, 8)) != key
+    model.to(BF16)  # Module.to works in place
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # another set of kernels
+    assert verdict_key(model, BF16, CPU, (1, 2, 8)) != key
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("NESTLING_SOMETHING_ELSE", "1")  # any other variable leaves it alone
+    assert verdict_key(model, BF16, CPU, (1, 2, 8)) == key
     threads = torch.get_num_threads()
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
-    assert verdict_key(model.to(BF16), BF16, CPU, (1, 2, 8)) != key
+    assert verdict_key(model, BF16, CPU, (1, 2, 8)) != key
 
 
 def test_an_unreadable_or_impossible_verdict_is_checked_again(monkeypatch, tmp_path):
