@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 
 import torch
@@ -24,13 +23,10 @@ from torch import nn
 
 from .attention import folded_prefix_keeps_rows
 from .paths import cache_dir, replacing
-from .target import cpu_features, cpu_name
+from .target import cpu_features, cpu_name, kernel_settings
 
 MAX_EXACT_ROWS = 32  # the most rows checked (and so the largest tree verified exactly)
 CHECKS = "products: 2-32 rows, seed 0; fold: keys 64 and 320"  # in the cache key: changed checks run again
-# settings that change which kernels oneDNN picks (and so a product's bits): in the cache key when set
-KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE",
-                   "ONEDNN_CPU_ISA_HINTS", "DNNL_CPU_ISA_HINTS")
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +88,7 @@ def verdict_key(model: nn.Module, dtype: torch.dtype, device: torch.device, geom
     kinds = sorted(repr((type(m).__name__, m.out_features, m.in_features, getattr(m, "bias", None) is not None,
                          str(getattr(getattr(m, "weight", None), "dtype", None)))) for m in _linears(model))
     parts = [*kinds, str(dtype), str(device), cpu_name(), ",".join(cpu_features()), torch.__version__,
-             str(torch.get_num_threads()), repr(geometry), CHECKS,
-             *(f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ)]
+             str(torch.get_num_threads()), repr(geometry), CHECKS, *kernel_settings()]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,16 @@ def cpu_features(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
             present = set(value.split())
             return tuple(sorted(flag for flag in MATMUL_FLAGS if flag in present))
     return ()
+
+
+# environment settings that change which kernels oneDNN picks, and so a product's speed and bits
+KERNEL_SETTINGS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE",
+                   "ONEDNN_CPU_ISA_HINTS", "DNNL_CPU_ISA_HINTS")
+
+
+def kernel_settings() -> tuple[str, ...]:
+    """The KERNEL_SETTINGS set in this process's environment, as NAME=value (for cache keys)."""
+    return tuple(f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ)
 
 
 def cpu_supports_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:

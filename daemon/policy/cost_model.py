@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..models.kv_cache import new_cache, truncate
-from ..models.target import TargetModel, cpu_features, cpu_name
+from ..models.target import TargetModel, cpu_features, cpu_name, kernel_settings
 from ..models.paths import cache_dir
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
@@ -78,7 +78,7 @@ def profile_key(target, head) -> str:
         device = cpu_name() + " " + ",".join(cpu_features())
     parts = [target.name, str(target.device.type), device, str(target.dtype), torch.__version__, transformers.__version__,
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
-             "packed" if getattr(target, "packed_weights", False) else "unpacked"]
+             "packed" if getattr(target, "packed_weights", False) else "unpacked", *kernel_settings()]
     if getattr(target, "exact_rows", 0):  # attention computed row by row: another curve
         parts.append(f"exact rows {target.exact_rows}")
     if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost

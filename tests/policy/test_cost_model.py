@@ -35,6 +35,18 @@ def test_a_profile_measured_without_packed_weights_is_not_reused_with_them():
     assert profile_key(target, head) != plain
 
 
+def test_a_profile_measured_under_other_onednn_kernel_settings_is_not_reused(monkeypatch):
+    target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=True)
+    head = SimpleNamespace(draft_vocab_size=32000)
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    default = profile_key(target, head)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")  # no AMX: another curve
+    assert profile_key(target, head) != default
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert profile_key(target, head) == default  # unset, the key is what it was before the setting was known
+
+
 def test_a_draft_models_step_is_timed_at_the_depths_asked_for(monkeypatch):
     """The draft step is a depth-2 draft less a depth-1 draft: the draft model's own depth floor must not make both
     grow to the same depth (the difference, the step's cost, was then 0)."""
