@@ -11,7 +11,7 @@ import sys
 import time
 
 from ..modes import MODES
-from ..service.config import load_config, runtime_dir
+from ..service.config import LOG_LEVELS, load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
                  "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",
@@ -47,7 +47,7 @@ def add_parser(sub, add_model_options) -> None:
                    help="do not offer the rest of a completion the user types into to the drafter")
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", choices=list(LOG_LEVELS))
     background = p.add_mutually_exclusive_group()
     background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
     background.add_argument("--stop", action="store_true",
@@ -71,7 +71,7 @@ def run(args) -> int:
     from ..grpc_api.server import DaemonError, serve
     from ..runtime import load_runtime
 
-    logging.getLogger().setLevel(config.log_level.upper())
+    logging.getLogger().setLevel(LOG_LEVELS[config.log_level])
     try:
         asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
                                                         static_shapes=config.static_shapes,

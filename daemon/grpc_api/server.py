@@ -18,7 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
 from ..service.completion import CompletionService
-from ..service.config import ServiceConfig, runtime_dir
+from ..service.config import NOTICE, ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
 from .addresses import check_socket_path, check_tcp_address
@@ -85,8 +85,8 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-        log.warning("nestling daemon listening on unix:%s%s; loading the model", socket_path,
-                    f" and {config.tcp}" if tcp else "")
+        log.log(NOTICE, "nestling daemon listening on unix:%s%s; loading the model", socket_path,
+                f" and {config.tcp}" if tcp else "")
         loading = asyncio.ensure_future(asyncio.to_thread(_load, daemon, load_runtime))
         waiter = asyncio.ensure_future(stop.wait())
         await asyncio.wait({loading, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -94,11 +94,11 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             loading.result()  # raise a load failure
             for name in ("", SERVICE_NAME):
                 await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-            log.warning("nestling daemon ready: %s", daemon.runtime.describe())
+            log.log(NOTICE, "nestling daemon ready: %s", ready_line(daemon.runtime.describe()))
             if on_ready:
                 on_ready(daemon)
             await waiter
-        log.warning("nestling daemon shutting down")
+        log.log(NOTICE, "nestling daemon shutting down")
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace=10)
         if daemon.worker:
@@ -107,6 +107,14 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if socket_path.is_socket():
             socket_path.unlink()
         lock.release()
+
+
+def ready_line(described: dict) -> str:
+    """The model a daemon serves, in words: Runtime.describe() for its log."""
+    packed = ", packed weights" if described.get("packed_weights") else ""
+    rows = described.get("exact_rows", 0)
+    exact = f"; exact trees up to {rows} tokens" if rows else ""
+    return f"{described['model']} on {described['device']} ({described['dtype']}{packed}); head {described['head']}{exact}"
 
 
 def _listen(server, address: str, flag: str) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ..modes import MODES
+
+NOTICE = 25  # a log level between info and warning, as in syslog: the daemon's start, readiness and shutdown
+logging.addLevelName(NOTICE, "NOTICE")
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": NOTICE, "warning": logging.WARNING,
+              "error": logging.ERROR}
 
 
 def config_path() -> Path:
@@ -67,7 +73,7 @@ class ServiceConfig:
     # it, checked at load; trees are then capped at that many tokens, 32 on the CPUs measured)
     exact_trees: bool = True
     static_shapes: bool = False  # pad verified trees to a few fixed sizes (for compiled / graph-captured forwards)
-    log_level: str = "warning"  # debug, info, warning or error
+    log_level: str = "notice"  # debug, info, notice (start, ready, shutdown and every warning), warning or error
 
     @property
     def socket_path(self) -> Path:
@@ -132,5 +138,5 @@ def _validate(config: ServiceConfig) -> None:
         raise ValueError(f"setting mode must be one of {', '.join(MODES)}, not {config.mode!r}")
     if config.max_tokens > config.max_tokens_limit:
         raise ValueError("setting max_tokens exceeds max_tokens_limit")
-    if config.log_level not in ("debug", "info", "warning", "error"):
-        raise ValueError(f"setting log_level must be debug, info, warning or error, not {config.log_level!r}")
+    if config.log_level not in LOG_LEVELS:
+        raise ValueError(f"setting log_level must be one of {', '.join(LOG_LEVELS)}, not {config.log_level!r}")

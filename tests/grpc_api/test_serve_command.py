@@ -58,6 +58,9 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     if not wait_for_exit(pid):
         pytest.fail("the daemon did not exit on SIGTERM")
     assert not socket.exists()
+    log = (tmp_path / "xdg" / "nestling" / "daemon.log").read_text()  # the lifecycle at the default level, not warnings
+    assert "NOTICE: nestling daemon ready: " in log and "(float32); head untrained" in log
+    assert "NOTICE: nestling daemon shutting down" in log and "WARNING: nestling daemon" not in log
     again = nestling("serve", "--stop", env=env)
     assert again.returncode == 0 and "no nestling daemon is running" in again.stdout
     status = nestling("status", env=env)

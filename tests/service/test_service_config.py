@@ -21,3 +21,18 @@ def test_an_unreadable_config_file_is_a_clear_error_naming_it(tmp_path, monkeypa
     monkeypatch.setattr(Path, "is_file", unreadable)  # a folder above it not searchable
     with pytest.raises(ValueError, match=r"config.toml: cannot read it \(Permission denied\)"):
         load_config(path=path)
+
+
+def test_log_levels_include_notice_the_default_between_info_and_warning(tmp_path):
+    import logging
+
+    from nestling.daemon.service.config import LOG_LEVELS, NOTICE
+
+    assert load_config(path=tmp_path / "none.toml")[0].log_level == "notice"
+    assert logging.INFO < LOG_LEVELS["notice"] == NOTICE < logging.WARNING and logging.getLevelName(NOTICE) == "NOTICE"
+    path = tmp_path / "config.toml"
+    path.write_text('log_level = "info"\n')
+    assert load_config(path=path)[0].log_level == "info"
+    path.write_text('log_level = "loud"\n')
+    with pytest.raises(ValueError, match="log_level must be one of debug, info, notice, warning, error, not 'loud'"):
+        load_config(path=path)
