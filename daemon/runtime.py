@@ -67,7 +67,6 @@ class Runtime:
     @property
     def profile(self) -> CostProfile:
         if self._profile is None:
-            log.info("measuring the verification cost on this device (once per model and device)")
             self._profile = load_or_measure(self.target, self.tree_source)
         return self._profile
 

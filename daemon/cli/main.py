@@ -9,6 +9,7 @@ import logging
 import sys
 
 from ..grpc_api.daemon_lock import DaemonError
+from ..log_levels import NOTICE
 from ..models.errors import ModelLoadError
 from . import bench, complete, config, lsp, profile, serve, status, train_head
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    logging.basicConfig(level=logging.INFO if args.verbose else NOTICE,
                         format="nestling: %(levelname)s: %(message)s")
     try:
         return int(COMMANDS[args.command].run(args) or 0)

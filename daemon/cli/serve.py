@@ -10,8 +10,9 @@ import subprocess
 import sys
 import time
 
+from ..log_levels import LOG_LEVELS
 from ..modes import MODES
-from ..service.config import LOG_LEVELS, load_config, runtime_dir
+from ..service.config import load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
                  "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",

@@ -18,7 +18,8 @@ from grpc_reflection.v1alpha import reflection
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
 from ..service.completion import CompletionService
-from ..service.config import NOTICE, ServiceConfig, runtime_dir
+from ..log_levels import NOTICE
+from ..service.config import ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
 from .addresses import check_socket_path, check_tcp_address

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..log_levels import NOTICE
 from ..models.kv_cache import new_cache, truncate
 from ..models.target import TargetModel, cpu_features, cpu_name, kernel_settings
 from ..models.paths import cache_dir
@@ -235,6 +236,8 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
             return CostProfile.load(path)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt profile is simply measured again
+    log.log(NOTICE, "timing verify forwards and a draft step on this device (once per model, device and library "
+            "versions; ~15 s for the default model on a 2-core CPU)")
     profile = measure(target, head, progress=progress)
     if measured_busy(profile):
         log.warning("other processes kept %.0f%% of the CPU busy while the verification cost was measured: the "

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from ..log_levels import LOG_LEVELS
 from ..modes import MODES
-
-NOTICE = 25  # a log level between info and warning, as in syslog: the daemon's start, readiness and shutdown
-logging.addLevelName(NOTICE, "NOTICE")
-LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": NOTICE, "warning": logging.WARNING,
-              "error": logging.ERROR}
 
 
 def config_path() -> Path:

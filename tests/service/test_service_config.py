@@ -26,7 +26,7 @@ def test_an_unreadable_config_file_is_a_clear_error_naming_it(tmp_path, monkeypa
 def test_log_levels_include_notice_the_default_between_info_and_warning(tmp_path):
     import logging
 
-    from nestling.daemon.service.config import LOG_LEVELS, NOTICE
+    from nestling.daemon.log_levels import LOG_LEVELS, NOTICE
 
     assert load_config(path=tmp_path / "none.toml")[0].log_level == "notice"
     assert logging.INFO < LOG_LEVELS["notice"] == NOTICE < logging.WARNING and logging.getLevelName(NOTICE) == "NOTICE"
