@@ -133,6 +133,13 @@ class Runtime:
             "packed_weights": self.target.packed_weights,
         }
 
+    def summary(self) -> str:
+        """describe() in words, for logs and command output."""
+        info = self.describe()
+        packed = ", packed weights" if info["packed_weights"] else ""
+        exact = f"; exact trees up to {info['exact_rows']} tokens" if info["exact_rows"] else ""
+        return f"{info['model']} on {info['device']} ({info['dtype']}{packed}); head {info['head']}{exact}"
+
 
 def gated(*factories, sure_to_pay=None, plain_share=None) -> Callable[[], GatedDrafter]:
     """Drafters whose arms come from `factories` (richest first, plain decoding last), behind one gate shared by

@@ -50,6 +50,7 @@ def test_trees_fit_the_exact_rows_and_a_reference_tree_that_cannot_says_so(caplo
     rt = runtime()
     rt.target.exact_rows = 32  # as use_exact_rows sets it on a CPU whose bfloat16 products pass the check
     assert rt.max_tree_nodes == 31 and rt.budget_for("spec").total_tokens <= 31
+    assert rt.summary() == "tiny-qwen2 on cpu (float32); head test; exact trees up to 32 tokens"
     rt.engine("eagle-ref")  # the reference tree: 60 nodes and its root
     assert "eagle-ref verifies 61-token trees, more than the 32" in caplog.text
     caplog.clear()

@@ -80,11 +80,7 @@ def run(args) -> int:
                           "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
         return 0
-    packed = ", weights packed for oneDNN" if runtime.target.packed_weights else ""
-    if runtime.target.exact_rows:
-        packed += f", exact trees up to {runtime.target.exact_rows} tokens"
-    print(f"{runtime.target.name} on {runtime.target.device} ({runtime.target.dtype}{packed}), context {args.context}, "
-          f"saved to {path}")
+    print(f"{runtime.summary()}; context {args.context}, saved to {path}")
     print("W:  " + "".join(f"{w:>8}" for w in profile.verify_ms))
     print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))
     print(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a "

@@ -17,8 +17,8 @@ from grpc_reflection.v1alpha import reflection
 
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
-from ..service.completion import CompletionService
 from ..log_levels import NOTICE
+from ..service.completion import CompletionService
 from ..service.config import ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
@@ -95,7 +95,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             loading.result()  # raise a load failure
             for name in ("", SERVICE_NAME):
                 await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-            log.log(NOTICE, "nestling daemon ready: %s", ready_line(daemon.runtime.describe()))
+            log.log(NOTICE, "nestling daemon ready: %s", daemon.runtime.summary())
             if on_ready:
                 on_ready(daemon)
             await waiter
@@ -108,14 +108,6 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if socket_path.is_socket():
             socket_path.unlink()
         lock.release()
-
-
-def ready_line(described: dict) -> str:
-    """The model a daemon serves, in words: Runtime.describe() for its log."""
-    packed = ", packed weights" if described.get("packed_weights") else ""
-    rows = described.get("exact_rows", 0)
-    exact = f"; exact trees up to {rows} tokens" if rows else ""
-    return f"{described['model']} on {described['device']} ({described['dtype']}{packed}); head {described['head']}{exact}"
 
 
 def _listen(server, address: str, flag: str) -> None:
