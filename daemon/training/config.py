@@ -10,6 +10,9 @@ class DataConfig:
     corpus: list[str] = field(default_factory=list)  # folders/globs; empty = the default corpus
     exclude: list[str] = field(default_factory=list)  # folders/globs left out (e.g. benchmark files)
     samples_per_file: int = 3  # FIM cut points per file
+    # share of a Python file's cut points at the start of a documented function's body (HumanEval's shape: the
+    # signature and docstring written, the body next); 0 = line starts and mid-line cuts only
+    body_fraction: float = 0.0
     max_samples: int = 4000  # distilled training sequences, at most
     held_out_samples: int = 200  # distilled evaluation sequences (from held-out files only)
     held_out_fraction: float = 0.02  # share of files held out (by content hash)
@@ -68,6 +71,8 @@ def check_settings(data: DataConfig, train: TrainConfig) -> None:
         config = data if hasattr(data, name) else train
         if getattr(config, name) < 0:
             raise ValueError(f"--{name.replace('_', '-')} must not be negative, not {getattr(config, name)}")
+    if not 0.0 <= data.body_fraction <= 1.0:
+        raise ValueError(f"--body-fraction must be between 0 and 1, not {data.body_fraction}")
     if not 0.0 < data.held_out_fraction < 1.0:
         raise ValueError(f"--held-out-fraction must be between 0 and 1, not {data.held_out_fraction}")
     if not train.lr > 0 or not train.clip > 0 or not train.init_lr_scale >= 0:

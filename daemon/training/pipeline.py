@@ -84,9 +84,11 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     # Only as many files as the sample budget needs (a random, seeded choice): tokenizing is not free.
     random.Random(config.seed).shuffle(train_files)
     train_files = train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1]
-    train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed)
+    train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed,
+                                 config.body_fraction)
     train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
-    held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1)
+    held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1,
+                                config.body_fraction)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
     for kind, samples, count in (("training", train_samples, len(train_files)), ("held-out", held_samples,
                                                                                  len(held_files))):
@@ -99,6 +101,8 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
     manifest = {"model": target.name, "corpus": signature,
                 "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
+    if not config.body_fraction:  # caches distilled before the setting existed stay valid
+        del manifest["data"]["body_fraction"]
     if feature_layers:
         manifest["feature_layers"] = list(feature_layers)
     caches = (None, None)

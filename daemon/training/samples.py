@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ class FimSample:
     source: str  # file path, for reports
     language: str
     prompt_ids: list[int]  # the FIM prompt
-    kind: str  # line_start | mid_line
+    kind: str  # line_start | mid_line | function_body
 
 
 def cut_points(text: str, count: int, rng: random.Random) -> list[tuple[int, str]]:
@@ -36,9 +37,42 @@ def cut_points(text: str, count: int, rng: random.Random) -> list[tuple[int, str
     return sorted(points)
 
 
+def function_bodies(text: str) -> list[tuple[int, int]]:
+    """(body start, function end) character offsets of every documented Python function with code after its
+    docstring: the body starts on the line after the docstring (column 0, as a HumanEval prompt ends), the
+    function ends after its last line. [] for text that does not parse."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    starts, offset = [0], 0
+    for line in text.split("\n"):
+        offset += len(line) + 1
+        starts.append(offset)
+    found = []
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2:
+            continue
+        first = node.body[0]
+        documented = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str)
+        if documented and node.end_lineno < len(starts) and first.end_lineno < node.body[1].lineno:
+            found.append((starts[first.end_lineno], min(starts[node.end_lineno], len(text))))
+    return sorted(found)
+
+
+def body_points(text: str, count: int, rng: random.Random) -> list[tuple[int, int]]:
+    """Up to `count` documented functions' (body start, cut end): the prompt is what precedes the body, the suffix
+    what follows the function, or nothing half the time (a function written at the end of a file)."""
+    bodies = function_bodies(text)
+    return [(start, end if rng.random() < 0.5 else len(text)) for start, end in rng.sample(bodies, min(count,
+                                                                                                      len(bodies)))]
+
+
 def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, budget: FimBudget,
-                 seed: int = 0) -> list[FimSample]:
-    """`per_file` FIM samples per file, deterministic for a seed."""
+                 seed: int = 0, body_fraction: float = 0.0) -> list[FimSample]:
+    """`per_file` FIM samples per file, deterministic for a seed. In a Python file, each cut is with probability
+    `body_fraction` at the start of a documented function's body (kind function_body), where there is one."""
     rng = random.Random(seed)
     samples = []
     for source in files:
@@ -46,8 +80,13 @@ def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, 
             text = source.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        for offset, kind in cut_points(text, per_file, rng):
-            prompt = build_fim_prompt(tokenizer, fim_tokens, text[:offset], text[offset:], budget=budget)
+        cuts = []
+        if body_fraction > 0 and source.language == "python":
+            wanted = sum(rng.random() < body_fraction for _ in range(per_file))
+            cuts = [(start, end, "function_body") for start, end in body_points(text, wanted, rng)]
+        cuts += [(offset, offset, kind) for offset, kind in cut_points(text, per_file - len(cuts), rng)]
+        for offset, resume, kind in cuts:
+            prompt = build_fim_prompt(tokenizer, fim_tokens, text[:offset], text[resume:], budget=budget)
             samples.append(FimSample(str(source.path), source.language, prompt.token_ids, kind))
     rng.shuffle(samples)
     return samples

@@ -21,6 +21,7 @@ def test_the_defaults_and_a_distillation_only_run_pass():
     ({}, {"eval_steps": 0}, "--eval-steps must be at least 1"),
     ({"suffix_tokens": -1}, {}, "--suffix-tokens must not be negative"),
     ({"held_out_fraction": 0.0}, {}, "--held-out-fraction must be between 0 and 1"),
+    ({"body_fraction": 1.5}, {}, "--body-fraction must be between 0 and 1, not 1.5"),
     ({}, {"lr": 0.0}, "--lr and --clip must be positive"),
     ({"cache_limit_gb": 0.0}, {}, "--cache-limit-gb must be positive"),
     ({}, {"time_limit_s": -5.0}, "--time-limit-s must be positive"),

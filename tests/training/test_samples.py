@@ -1,0 +1,114 @@
+"""FIM training samples: where the cuts fall, and the function-body cuts shaped like HumanEval's prompts."""
+
+import random
+
+from nestling.daemon.context.fim import FimBudget
+from nestling.daemon.training.corpus import SourceFile
+from nestling.daemon.training.samples import function_bodies, make_samples
+
+FIM = ("<pre>", "<suf>", "<mid>")
+MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM)}
+
+SOURCE = '''import os
+
+
+def documented(path):
+    """Return the path's size."""
+    size = os.path.getsize(path)
+    return size
+
+
+def bare(x):
+    return x + 1
+
+
+class Box:
+    async def fetch(self, key):
+        """Fetch one key.
+
+        Several lines of docstring.
+        """
+        return await self.store.get(key)
+
+    def only_doc(self):
+        """Nothing after the docstring."""
+
+
+def last(a, b):
+    \'\'\'Add.\'\'\'
+    return a + b
+'''
+
+
+class CharTokenizer:
+    """One token per character; the three FIM markers are tokens of their own."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [ord(c) for c in text]}
+
+    def decode(self, ids, skip_special_tokens=False):
+        names = {v: k for k, v in MARKERS.items()}
+        return "".join(names.get(i, chr(i) if i < 0x10000 else "") for i in ids)
+
+    def convert_tokens_to_ids(self, token):
+        return MARKERS[token]
+
+
+def source_file(tmp_path, name, text, language):
+    path = tmp_path / name
+    path.write_text(text)
+    return SourceFile(path, language, name)
+
+
+def test_function_bodies_start_after_the_docstring_and_end_after_the_function():
+    bodies = function_bodies(SOURCE)
+    assert [SOURCE[start:end] for start, end in bodies] == [
+        "    size = os.path.getsize(path)\n    return size\n",
+        "        return await self.store.get(key)\n",
+        "    return a + b\n",
+    ]  # bare() has no docstring, only_doc() nothing after it
+    assert all(SOURCE[start - 4:start] in ('"""\n', "'''\n") for start, _ in bodies)  # column 0 after the docstring
+
+
+def test_text_that_does_not_parse_has_no_function_bodies():
+    assert function_bodies("def broken(:\n    '''doc'''\n    pass\n") == []
+    assert function_bodies("") == []
+
+
+def test_body_cuts_prompt_with_the_signature_and_docstring_and_resume_after_the_function(tmp_path):
+    files = [source_file(tmp_path, "a.py", SOURCE, "python")]
+    samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(prefix_tokens=4000,
+                                                                                      suffix_tokens=4000),
+                           seed=1, body_fraction=1.0)
+    assert [s.kind for s in samples] == ["function_body"] * 3
+    bodies = function_bodies(SOURCE)
+    for sample in samples:
+        text = CharTokenizer().decode(sample.prompt_ids)
+        prefix, suffix = text.removeprefix("<pre>").removesuffix("<mid>").split("<suf>")
+        start, end = next((s, e) for s, e in bodies if SOURCE[:s] == prefix)
+        assert suffix in (SOURCE[end:], "")  # what follows the function, or a function written at the file's end
+
+
+def test_without_a_body_fraction_no_cut_is_a_function_body_and_other_languages_never_get_one(tmp_path):
+    files = [source_file(tmp_path, "a.py", SOURCE, "python"), source_file(tmp_path, "b.js", SOURCE, "javascript")]
+    budget = FimBudget(prefix_tokens=4000, suffix_tokens=4000)
+    plain = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=budget, seed=2)
+    assert {s.kind for s in plain} <= {"line_start", "mid_line"} and len(plain) == 6
+    mixed = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=budget, seed=2, body_fraction=1.0)
+    kinds = {(s.source.endswith(".py"), s.kind) for s in mixed}
+    assert (True, "function_body") in kinds and not any(kind == "function_body" for py, kind in kinds if not py)
+
+
+def test_a_python_file_without_documented_functions_falls_back_to_ordinary_cuts(tmp_path):
+    text = "\n".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(20))
+    files = [source_file(tmp_path, "plain.py", text, "python")]
+    samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(), seed=0, body_fraction=1.0)
+    assert len(samples) == 3 and {s.kind for s in samples} <= {"line_start", "mid_line"}
+
+
+def test_the_body_share_follows_body_fraction(tmp_path):
+    text = "\n".join(f'def f{i}(x):\n    """Times {i}."""\n    return x * {i}\n' for i in range(40))
+    files = [source_file(tmp_path, f"m{i}.py", text + f"\n# {i}\n", "python") for i in range(40)]
+    samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(), seed=0, body_fraction=0.5)
+    share = sum(s.kind == "function_body" for s in samples) / len(samples)
+    assert len(samples) == 120 and 0.35 < share < 0.65
