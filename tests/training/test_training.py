@@ -48,6 +48,9 @@ DATA = dict(samples_per_file=2, max_samples=48, held_out_samples=8, held_out_fra
 def test_distilled_sequences_are_the_targets_own_greedy_continuations(target, corpus):
     train, held, report = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
     assert len(train) == 48 and len(held) >= 1 and report["held_out_files"] >= 1
+    kinds = report["prompt_kinds"]  # the corpus's functions have no docstrings: no body cuts
+    assert sum(kinds["train"].values()) == 48 and set(kinds["train"]) <= {"line_start", "mid_line"}
+    assert sum(kinds["held_out"].values()) == len(held)
     ar = SpeculativeEngine(target, NoDrafter)
     for seq in train[:4]:
         prompt = seq.tokens[: seq.prompt_length].tolist()
