@@ -17,6 +17,7 @@ LANGUAGES = {
 }
 MAX_FILE_BYTES = 200_000  # generated tables and vendored bundles are not what a user types
 MIN_FILE_BYTES = 200
+THIRD_PARTY = {"site-packages", "dist-packages"}  # folders of installed packages, not the standard library
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,10 @@ def default_roots() -> list[str]:
     non-Python trees `scripts/fetch-corpus.sh` gathers into the cache (if it was run)."""
     from ..models.paths import cache_dir
 
-    roots = [sysconfig.get_paths()["stdlib"]]
+    # the standard library's own entries: an interpreter built in place (pyenv, a source build) keeps its
+    # third-party site-packages inside the stdlib folder, and what happens to be installed there is no default
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    roots = [str(p) for p in sorted(stdlib.iterdir()) if p.name not in THIRD_PARTY]
     for dist in ("transformers", "tqdm", "safetensors", "gguf", "numpy", "tokenizers", "huggingface-hub"):
         try:
             files = metadata.distribution(dist).files or []

@@ -58,3 +58,19 @@ def test_cut_points_are_line_starts_or_inside_lines():
             assert offset == line_start + indent
         else:
             assert line_start + indent < offset < line_start + len(line)
+
+
+def test_the_default_corpus_takes_the_standard_library_without_the_packages_installed_inside_it(tmp_path,
+                                                                                                 monkeypatch):
+    import sysconfig
+    from nestling.daemon.training.corpus import default_roots
+    stdlib = tmp_path / "lib" / "python3.11"
+    write(stdlib / "textwrap.py", body(1))
+    write(stdlib / "json" / "decoder.py", body(2))
+    write(stdlib / "site-packages" / "flask" / "app.py", body(3))
+    write(stdlib / "dist-packages" / "six.py", body(4))
+    paths = dict(sysconfig.get_paths(), stdlib=str(stdlib))
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: paths)
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path / "cache"))
+    found = {f.path.relative_to(stdlib).as_posix() for f in discover(default_roots()) if stdlib in f.path.parents}
+    assert found == {"textwrap.py", "json/decoder.py"}
