@@ -29,6 +29,7 @@ from ..models.kv_cache import new_cache
 from ..models.paths import replacing
 from ..models.target import cpu_supports_bfloat16
 from .dataset import Batch, batches, make_batch
+from .soft_cross_entropy import soft_cross_entropy
 from .config import TrainConfig
 from .distill import DistilledSequence
 
@@ -87,23 +88,24 @@ def unrolled_loss(head: EagleHead, batch: Batch, config: TrainConfig, train: boo
         tokens = _shift(batch.tokens, step, n)
         mask = _training_mask(batch.lengths, width, step, batch.features.dtype)
         out = head(inputs, tokens, positions + step - 1, mask, cache)
-        target_features = _shift(features, step, n)
-        index = torch.arange(n, device=features.device)[None]
+        # Only the first m positions can have a target s steps on (the rest are past every sequence's end): the loss
+        # reads views of the target's distribution there, no padded [B, n, Vd] copy a step
+        m = n - step + 1
+        index = torch.arange(m, device=features.device)[None]
         valid = (index + step <= batch.lengths[:, None] - 1).float()
-        weight = _shift(batch.weights, step, n) * valid
-        # (past the end zeros: weight 0 there, as it was for the logits of the zero features there)
-        target_probs, target_ids = _shift(next_probs, step - 1, n), _shift(next_ids, step - 1, n)
-        logits = F.linear(head.output_states(out), draft_weight).float()
-        ce = -(target_probs * logits.log_softmax(-1)).sum(-1)
+        weight = batch.weights[:, step : step + m] * valid  # [B, m]
+        target_probs, target_ids = next_probs[:, step - 1 :], next_ids[:, step - 1 :]  # [B, m, Vd], [B, m]
+        ce, draft_ids = soft_cross_entropy(head.output_states(out[:, :m]), draft_weight, target_probs)  # [B, m] x2
         step_loss = config.cls_weight * ce
         if reg_weight:
-            reg = F.smooth_l1_loss(out.float(), target_features.float(), reduction="none").mean(-1)
+            target_features = features[:, step : step + m]
+            reg = F.smooth_l1_loss(out[:, :m].float(), target_features.float(), reduction="none").mean(-1)
             step_loss = step_loss + reg_weight * reg
         denominator = weight.sum().clamp(min=1.0)
         step_loss = (step_loss * weight).sum() / denominator
         total = total + config.step_decay ** (step - 1) * step_loss
         with torch.no_grad():
-            agree = (logits.argmax(-1) == target_ids).float()
+            agree = (draft_ids == target_ids).float()
             agreements.append(float((agree * weight).sum() / denominator))
         inputs = out
     return total, StepMetrics(float(total.detach()), agreements)
