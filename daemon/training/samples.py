@@ -18,13 +18,18 @@ class FimSample:
     kind: str  # line_start | mid_line | function_body
 
 
+def _line_starts(lines: list[str]) -> list[int]:
+    """The character offset of each line's start, and one past the last line's end."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    return starts
+
+
 def cut_points(text: str, count: int, rng: random.Random) -> list[tuple[int, str]]:
     """Character offsets to cut at: mostly line starts (after indentation), some mid-line."""
     lines = text.split("\n")
-    starts, offset = [], 0
-    for line in lines:
-        starts.append(offset)
-        offset += len(line) + 1
+    starts = _line_starts(lines)
     usable = [i for i, line in enumerate(lines) if i >= 3 and line.strip()]
     points = []
     for index in rng.sample(usable, min(count, len(usable))):
@@ -45,10 +50,7 @@ def function_bodies(text: str) -> list[tuple[int, int]]:
         module = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return []
-    starts, offset = [0], 0
-    for line in text.split("\n"):
-        offset += len(line) + 1
-        starts.append(offset)
+    starts = _line_starts(text.split("\n"))  # starts[n]: just after line n (1-based, as ast counts)
     found = []
     for node in ast.walk(module):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(node.body) < 2:
@@ -56,7 +58,7 @@ def function_bodies(text: str) -> list[tuple[int, int]]:
         first = node.body[0]
         documented = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
             and isinstance(first.value.value, str)
-        if documented and node.end_lineno < len(starts) and first.end_lineno < node.body[1].lineno:
+        if documented and first.end_lineno < node.body[1].lineno:
             found.append((starts[first.end_lineno], min(starts[node.end_lineno], len(text))))
     return sorted(found)
 
@@ -65,8 +67,8 @@ def body_points(text: str, count: int, rng: random.Random) -> list[tuple[int, in
     """Up to `count` documented functions' (body start, cut end): the prompt is what precedes the body, the suffix
     what follows the function, or nothing half the time (a function written at the end of a file)."""
     bodies = function_bodies(text)
-    return [(start, end if rng.random() < 0.5 else len(text)) for start, end in rng.sample(bodies, min(count,
-                                                                                                      len(bodies)))]
+    chosen = rng.sample(bodies, min(count, len(bodies)))
+    return [(start, end if rng.random() < 0.5 else len(text)) for start, end in chosen]
 
 
 def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, budget: FimBudget,

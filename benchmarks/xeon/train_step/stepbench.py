@@ -1,25 +1,27 @@
 """Reproduce: `git show ea7de91:daemon/training/trainer.py > /tmp/w/trainer_old.py` with its relative imports made
-absolute (`from ..` -> `from nestling.daemon.`, `from .` -> `from nestling.daemon.training.`), a fused-feature
-train-head --cache-dir at /tmp/ft3/cache, then `python benchmarks/xeon/train_step/stepbench.py`.
+absolute (`from ..` -> `from nestling.daemon.`, `from .` -> `from nestling.daemon.training.`), and a fused-feature
+train-head --cache-dir, then `python benchmarks/xeon/train_step/stepbench.py [OLD_TRAINER] [CACHE_DIR]` (defaults
+/tmp/w/trainer_old.py and /tmp/ft3/cache).
 
 One train-head step (unrolled_loss over 6 draft steps + backward) of the shipped fused head on a real 2,048-token
-batch from the fine-tune's cache, the code before (HEAD) and after the slicing change, interleaved."""
+batch from the fine-tune's cache, the code before (ea7de91) and after the chunked loss (dcaedc2), interleaved."""
 import importlib.util, json, resource, sys, time
-sys.path.insert(0, "/work")
+from pathlib import Path
 import torch
 from nestling.daemon.models.eagle_head import load_head
 from nestling.daemon.models.target import load_target
 from nestling.daemon.training.config import TrainConfig
 from nestling.daemon.training.dataset import load_shard, make_batch
 from nestling.daemon.training import trainer as new
-spec = importlib.util.spec_from_file_location("trainer_old", "/tmp/w/trainer_old.py")
+OLD_TRAINER = sys.argv[1] if len(sys.argv) > 1 else "/tmp/w/trainer_old.py"
+CACHE = Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/ft3/cache")
+spec = importlib.util.spec_from_file_location("trainer_old", OLD_TRAINER)
 old = importlib.util.module_from_spec(spec); sys.modules["trainer_old"] = old; spec.loader.exec_module(old)
-from pathlib import Path
 target = load_target(None)
-head = load_head("/work/main/daemon/models/heads/qwen2.5-coder-0.5b", target)
+head = load_head(str(Path(__file__).resolve().parents[3] / "daemon/models/heads/qwen2.5-coder-0.5b"), target)
 head.float()
 object.__setattr__(head, "_draft_lm_weight", head._draft_lm_weight.to(torch.bfloat16))
-shard = sorted(Path("/tmp/ft3/cache/train").glob("shard-*.safetensors"))[0]
+shard = sorted((CACHE / "train").glob("shard-*.safetensors"))[0]
 seqs = load_shard(shard)
 group, tokens = [], 0
 for s in seqs:
