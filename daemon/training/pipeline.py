@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import pickle
 import platform
 import random
@@ -19,17 +20,20 @@ import torch
 from tqdm import tqdm
 
 from ..context.fim import FimBudget
+from ..log_levels import NOTICE
 from ..models.eagle_head import (EagleHead, fused_feature_layers, fused_from_plain, grafted_feature_layers,
                                  head_from_target, load_head)
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
 from .dataset import ShardCache
 from .distill import DistilledSequence, batching_order, distill
-from .samples import make_samples
+from .samples import body_shortfall, make_samples
 from .stopping import StopSignal, TrainingStopped
 from .config import DataConfig, TrainConfig
 from .trainer import TrainState, read_checkpoint, train_head
 from .vocab import coverage, draft_vocabulary
+
+log = logging.getLogger(__name__)
 
 
 def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool,
@@ -88,6 +92,8 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed,
                                  config.body_fraction)
     train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
+    if shortfall := body_shortfall(train_samples, train_files, config.body_fraction):
+        log.log(NOTICE, shortfall)
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1,
                                 config.body_fraction)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)

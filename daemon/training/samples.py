@@ -71,6 +71,20 @@ def body_points(text: str, count: int, rng: random.Random) -> list[tuple[int, in
     return [(start, end if rng.random() < 0.5 else len(text)) for start, end in chosen]
 
 
+def body_shortfall(samples: list[FimSample], files: list[SourceFile], body_fraction: float) -> str | None:
+    """A sentence for the user when far fewer of `samples` are function bodies than `body_fraction` asked (under
+    half of it): only Python files with documented functions have body cuts, so a mixed corpus dilutes the share."""
+    if body_fraction <= 0 or not samples:
+        return None
+    bodies = sum(sample.kind == "function_body" for sample in samples)
+    if bodies / len(samples) >= body_fraction / 2:
+        return None
+    python = sum(source.language == "python" for source in files)
+    return (f"--body-fraction {body_fraction:g}: {bodies} of {len(samples)} training prompts "
+            f"({bodies / len(samples):.0%}) are function bodies: only Python files with documented functions have "
+            f"them ({python} of {len(files)} training files are Python); a Python-only --corpus gives more")
+
+
 def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, budget: FimBudget,
                  seed: int = 0, body_fraction: float = 0.0) -> list[FimSample]:
     """`per_file` FIM samples per file, deterministic for a seed. In a Python file, each cut is with probability

@@ -4,7 +4,7 @@ import random
 
 from nestling.daemon.context.fim import FimBudget
 from nestling.daemon.training.corpus import SourceFile
-from nestling.daemon.training.samples import function_bodies, make_samples
+from nestling.daemon.training.samples import body_shortfall, function_bodies, make_samples
 
 FIM = ("<pre>", "<suf>", "<mid>")
 MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM)}
@@ -112,3 +112,19 @@ def test_the_body_share_follows_body_fraction(tmp_path):
     samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(), seed=0, body_fraction=0.5)
     share = sum(s.kind == "function_body" for s in samples) / len(samples)
     assert len(samples) == 120 and 0.35 < share < 0.65
+
+
+def test_a_corpus_that_dilutes_the_body_share_is_reported_and_one_that_does_not_is_not(tmp_path):
+    documented_text = "\n".join(f'def f{i}(x):\n    """Times {i}."""\n    return x * {i}\n' for i in range(40))
+    python = [source_file(tmp_path, f"m{i}.py", documented_text + f"\n# {i}\n", "python") for i in range(10)]
+    others = [source_file(tmp_path, f"m{i}.js", documented_text + f"\n// {i}\n", "javascript") for i in range(30)]
+    for files, diluted in ((python, False), (python + others, True)):
+        samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(), seed=0, body_fraction=0.8)
+        message = body_shortfall(samples, files, 0.8)
+        bodies = sum(s.kind == "function_body" for s in samples)
+        if diluted:
+            assert message is not None and f"{bodies} of {len(samples)} training prompts" in message
+            assert "10 of 40 training files are Python" in message
+        else:
+            assert message is None and bodies / len(samples) > 0.4
+    assert body_shortfall(make_samples(CharTokenizer(), FIM, others, per_file=3, budget=FimBudget()), others, 0) is None

@@ -45,6 +45,14 @@ DATA = dict(samples_per_file=2, max_samples=48, held_out_samples=8, held_out_fra
             prefix_tokens=96, suffix_tokens=24, max_new_tokens=12, gen_batch=8, draft_vocab=200)
 
 
+def test_asking_for_function_bodies_a_corpus_does_not_have_is_told_before_distilling(target, corpus, caplog):
+    caplog.set_level("INFO", logger="nestling.daemon.training.pipeline")
+    data = DataConfig(corpus=[str(corpus)], **{**DATA, "max_samples": 8, "held_out_samples": 2}, body_fraction=0.5)
+    prepare_data(target, data, progress=False)
+    notices = [r.getMessage() for r in caplog.records if r.levelname == "NOTICE"]
+    assert any("0 of 8 training prompts (0%) are function bodies" in m for m in notices), notices
+
+
 def test_distilled_sequences_are_the_targets_own_greedy_continuations(target, corpus):
     train, held, report = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
     assert len(train) == 48 and len(held) >= 1 and report["held_out_files"] >= 1
