@@ -73,16 +73,28 @@ def body_points(text: str, count: int, rng: random.Random) -> list[tuple[int, in
 
 def body_shortfall(samples: list[FimSample], files: list[SourceFile], body_fraction: float) -> str | None:
     """A sentence for the user when far fewer of `samples` are function bodies than `body_fraction` asked (under
-    half of it): only Python files with documented functions have body cuts, so a mixed corpus dilutes the share."""
+    half of it), saying why: only Python files with documented functions have body cuts, so other languages and
+    Python files without docstrings dilute the share."""
     if body_fraction <= 0 or not samples:
         return None
     bodies = sum(sample.kind == "function_body" for sample in samples)
     if bodies / len(samples) >= body_fraction / 2:
         return None
-    python = sum(source.language == "python" for source in files)
+    python = [source for source in files if source.language == "python"]
+    documented = sum(bool(function_bodies(_read(source) or "")) for source in python)
+    remedy = ("a Python-only --corpus gives more" if len(python) < 0.9 * len(files)
+              else "a --corpus richer in documented Python functions gives more")
     return (f"--body-fraction {body_fraction:g}: {bodies} of {len(samples)} training prompts "
             f"({bodies / len(samples):.0%}) are function bodies: only Python files with documented functions have "
-            f"them ({python} of {len(files)} training files are Python); a Python-only --corpus gives more")
+            f"them ({len(python)} of {len(files)} training files are Python, {documented} of those have a documented "
+            f"function with code after its docstring); {remedy}")
+
+
+def _read(source: SourceFile) -> str | None:
+    try:
+        return source.path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, budget: FimBudget,
@@ -92,9 +104,7 @@ def make_samples(tokenizer, fim_tokens, files: list[SourceFile], per_file: int, 
     rng = random.Random(seed)
     samples = []
     for source in files:
-        try:
-            text = source.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        if (text := _read(source)) is None:
             continue
         cuts = []
         if body_fraction > 0 and source.language == "python":

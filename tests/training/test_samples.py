@@ -124,7 +124,19 @@ def test_a_corpus_that_dilutes_the_body_share_is_reported_and_one_that_does_not_
         bodies = sum(s.kind == "function_body" for s in samples)
         if diluted:
             assert message is not None and f"{bodies} of {len(samples)} training prompts" in message
-            assert "10 of 40 training files are Python" in message
+            assert "10 of 40 training files are Python, 10 of those have a documented function" in message
+            assert "a Python-only --corpus gives more" in message
         else:
             assert message is None and bodies / len(samples) > 0.4
     assert body_shortfall(make_samples(CharTokenizer(), FIM, others, per_file=3, budget=FimBudget()), others, 0) is None
+
+
+def test_a_python_corpus_diluted_by_files_without_docstrings_is_told_so_not_to_go_python_only(tmp_path):
+    documented_text = "\n".join(f'def f{i}(x):\n    """Times {i}."""\n    return x * {i}\n' for i in range(40))
+    plain_text = "\n".join(f"def g{i}(x):\n    return x - {i}\n" for i in range(40))
+    files = [source_file(tmp_path, f"d{i}.py", documented_text + f"\n# {i}\n", "python") for i in range(5)]
+    files += [source_file(tmp_path, f"p{i}.py", plain_text + f"\n# {i}\n", "python") for i in range(35)]
+    samples = make_samples(CharTokenizer(), FIM, files, per_file=3, budget=FimBudget(), seed=0, body_fraction=0.8)
+    message = body_shortfall(samples, files, 0.8)
+    assert message is not None and "40 of 40 training files are Python, 5 of those have a documented" in message
+    assert "richer in documented Python functions" in message and "Python-only" not in message
