@@ -16,7 +16,7 @@ from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.default_model import EMBEDDED_MODELS
 from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
-from .models.row_invariance import attention_geometry, load_or_check
+from .models.row_invariance import attention_geometry, load_or_check, run_one_rows_as_two
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
 from .policy.gate import DraftGate, GatedDrafter
@@ -228,6 +228,10 @@ def use_exact_rows(target: TargetModel) -> int:
     target.use_exact_rows(verdict.rows, fold=verdict.fold)
     if not target.exact_rows:
         return 0
+    if verdict.two_row:
+        run_one_rows_as_two(target.model, verdict.two_row)
+        log.info("one-row products of the %s matrices run as two rows: this CPU's one-row kernel rounds them "
+                 "differently from its block kernel", ", ".join(f"{o}x{i}" for o, i in verdict.two_row))
     log.info("trees of up to %d tokens verify with plain decoding's bits (exact_trees = false turns it off)",
              target.exact_rows)
     return target.exact_rows

@@ -45,6 +45,13 @@ def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | No
     return y.reshape(*x.shape[:-1], out_features)
 
 
+def one_row_as_two(x: torch.Tensor, product) -> torch.Tensor:
+    """product(x) for a one-row x [..., in], computed on the row twice (a two-row block), the first row kept."""
+    row = x.reshape(1, x.shape[-1])
+    y = product(torch.cat([row, row]))[:1]
+    return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
 class PackedLinear(nn.Module):
     """An nn.Linear's forward over a packed weight (the original weight is not kept)."""
 
@@ -53,12 +60,17 @@ class PackedLinear(nn.Module):
         self.out_features, self.in_features = weight.shape
         self.packed = pack_weight(weight)  # opaque [out, in] oneDNN tensor
         self.bias = None if bias is None else bias.detach()  # [out] or None
+        # compute a one-row product as two rows (the row twice): set where this CPU's one-row kernel rounds
+        # differently from its block kernel (models/row_invariance.py), so plain decoding takes the block kernel too
+        self.one_row_as_two = False
 
     @classmethod
     def from_linear(cls, linear: nn.Linear) -> "PackedLinear":
         return cls(linear.weight, linear.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.one_row_as_two and x.numel() == x.shape[-1]:
+            return one_row_as_two(x, lambda rows: packed_linear(rows, self.packed, self.bias, self.out_features))
         return packed_linear(x, self.packed, self.bias, self.out_features)
 
     def extra_repr(self) -> str:

@@ -116,6 +116,7 @@ class TargetModel:
     # Forwards of up to this many tokens give each token the bits a one-token forward gives it (0: not ensured);
     # set by use_exact_rows (models/row_invariance.py checks the products, attention.py computes attention so)
     exact_rows: int = 0
+    exact_fold: bool = False  # and the unmasked prefix's rows computed in one folded call (attention.py)
     # Which hidden states the drafter reads as "features": () = the lm_head's input (EAGLE-1/2); otherwise the
     # decoder's hidden states at these indices (0 = the embeddings, i = the input of layer i, num_hidden_layers =
     # the lm_head's input) concatenated, the low/middle/high fusion of EAGLE-3. Set by EagleHead.attach from the
@@ -170,6 +171,7 @@ class TargetModel:
                 attention.exact_rows = rows
                 attention.exact_fold = fold
         self.exact_rows = rows
+        self.exact_fold = bool(rows) and fold
 
     def use_feature_layers(self, layers: tuple[int, ...]) -> None:
         """Read the features from these hidden-state indices (() = the lm_head's input)."""

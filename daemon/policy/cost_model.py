@@ -81,7 +81,7 @@ def profile_key(target, head) -> str:
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
              "packed" if getattr(target, "packed_weights", False) else "unpacked", *kernel_settings()]
     if getattr(target, "exact_rows", 0):  # attention computed row by row: another curve
-        parts.append(f"exact rows {target.exact_rows}")
+        parts.append(f"exact rows {target.exact_rows}" + (", folded" if getattr(target, "exact_fold", False) else ""))
     if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost
         from ..speculative.model_drafter import MODEL_WIDTH
 

@@ -165,3 +165,24 @@ def test_blocks_longer_than_exact_rows_take_the_folded_path():
     exact, _ = grouped_sdpa_attention(Exact(), query, key, value, mask, scaling=0.125)
     folded, _ = grouped_sdpa_attention(Grouped(), query, key, value, mask, scaling=0.125)
     assert torch.equal(exact, folded)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5, 14, 23, 32])
+def test_the_folded_prefix_call_pads_its_rows_to_a_simd_multiple_and_drops_the_padding(monkeypatch, rows):
+    """Padded to a multiple of FOLD_ROW_MULTIPLE query rows (on the Zen 4 EPYC the last row of 5, 14 and 23 rows of
+    7 heads otherwise got a log-sum-exp one bit off its value alone); the result is the unpadded attention's. A lone
+    row is not folded at all."""
+    from nestling.daemon.models import attention
+
+    calls = []
+    real = attention._flash_cpu
+    monkeypatch.setattr(attention, "_flash_cpu", lambda q, *a, **k: calls.append(q.shape[2]) or real(q, *a, **k))
+    generator = torch.Generator().manual_seed(rows)
+    queries = torch.randn(rows, 2, 7, 64, generator=generator)
+    key, value = (torch.randn(1, 2, 100, 64, generator=generator) for _ in range(2))
+    folded, folded_lse = attention._prefix_attention(queries, key, value, 0.125, fold=True)
+    padded = -(-rows * 7 // attention.FOLD_ROW_MULTIPLE) * attention.FOLD_ROW_MULTIPLE
+    assert calls == [7 if rows == 1 else padded]  # a lone row: its own batch entry, 7 heads, never padded
+    per_row, per_row_lse = attention._prefix_attention(queries, key, value, 0.125, fold=False)
+    assert folded.shape == per_row.shape == (rows, 2, 7, 64) and folded_lse.shape == (rows, 2, 7)
+    assert torch.allclose(folded, per_row, atol=1e-5) and torch.allclose(folded_lse, per_row_lse, atol=1e-5)

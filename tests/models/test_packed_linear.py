@@ -33,6 +33,20 @@ def test_a_packed_linear_gives_f_linear_bits_for_any_number_of_rows(shape, bias)
 
 
 @needs_packing
+def test_a_packed_linear_can_compute_a_lone_row_as_two_and_gives_it_the_block_kernels_bits():
+    torch.manual_seed(1)
+    packed = PackedLinear.from_linear(torch.nn.Linear(96, 40).to(BF16))
+    x = torch.randn(1, 1, 96).to(BF16)
+    with torch.no_grad():
+        block = packed_linear.packed_linear(torch.cat([x[0], x[0]]), packed.packed, packed.bias, 40)[:1]
+        packed.one_row_as_two = True
+        lone = packed(x)
+        assert lone.shape == (1, 1, 40) and torch.equal(lone[0], block)
+        several = torch.randn(3, 96).to(BF16)
+        assert torch.equal(packed(several), packed_linear.packed_linear(several, packed.packed, packed.bias, 40))
+
+
+@needs_packing
 def test_pack_linears_replaces_bfloat16_linears_only():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8).to(BF16), torch.nn.ReLU(), torch.nn.Linear(8, 4).float())
     assert pack_linears(model) == 1

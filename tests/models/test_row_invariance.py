@@ -6,7 +6,8 @@ import json
 
 import torch
 
-from nestling.daemon.models.row_invariance import invariant_rows
+from nestling.daemon.models.packed_linear import one_row_as_two
+from nestling.daemon.models.row_invariance import invariant_rows, run_one_rows_as_two
 
 BF16, CPU = torch.bfloat16, torch.device("cpu")
 
@@ -25,13 +26,62 @@ class RowsTogether(torch.nn.Linear):
 
 def test_row_invariant_products_pass_up_to_the_rows_checked():
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 8)).to(BF16)
-    assert invariant_rows(model, BF16, CPU, max_rows=12) == 12
+    assert invariant_rows(model, BF16, CPU, max_rows=12) == (12, [])
 
 
 def test_the_first_row_count_that_rounds_differently_sets_the_limit():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8, bias=False), RowsTogether(5)).to(BF16)
-    assert invariant_rows(model, BF16, CPU, max_rows=12) == 4
-    assert invariant_rows(torch.nn.Sequential(RowsTogether(2)).to(BF16), BF16, CPU) == 1
+    assert invariant_rows(model, BF16, CPU, max_rows=12) == (4, [])
+    assert invariant_rows(torch.nn.Sequential(RowsTogether(2)).to(BF16), BF16, CPU) == (1, [])
+
+
+class LoneRowKernel(torch.nn.Linear):
+    """A packed-style product whose one-row kernel rounds differently from its block kernel (the Zen 4's packed down
+    projection), with PackedLinear's switch to compute a lone row as two."""
+
+    def __init__(self, in_features=8, out_features=8, together_from: int = 99):
+        super().__init__(in_features, out_features)
+        self.one_row_as_two = False
+        self.together_from = together_from  # from this many rows the block kernel changes too
+
+    def forward(self, x):
+        if self.one_row_as_two and x.shape[0] == 1:
+            return one_row_as_two(x, self._kernel)
+        return self._kernel(x)
+
+    def _kernel(self, x):
+        y = super().forward(x)
+        if x.shape[0] == 1:
+            return y + 0.25
+        return y + 0.5 if x.shape[0] >= self.together_from else y
+
+
+def test_a_packed_product_whose_lone_row_rounds_apart_counts_its_rows_as_two():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), LoneRowKernel(16, 8)).to(BF16)
+    assert invariant_rows(model, BF16, CPU, max_rows=12) == (12, [[8, 16]])
+    assert model[1].one_row_as_two is False  # the check leaves the module as it found it
+    blocked = torch.nn.Sequential(LoneRowKernel(8, 8, together_from=7)).to(BF16)
+    assert invariant_rows(blocked, BF16, CPU, max_rows=12) == (6, [[8, 8]])
+    plain = torch.nn.Sequential(RowsTogether(2)).to(BF16)  # no switch to flip: nothing to gain
+    assert invariant_rows(plain, BF16, CPU, max_rows=12) == (1, [])
+
+
+def test_run_one_rows_as_two_switches_the_named_shapes_only_and_a_lone_row_then_gets_its_block_bits():
+    model = torch.nn.Sequential(LoneRowKernel(8, 16), LoneRowKernel(16, 8), LoneRowKernel(16, 8)).to(BF16)
+    assert run_one_rows_as_two(model, [[8, 16]]) == 2
+    assert [m.one_row_as_two for m in model] == [False, True, True]
+    x = torch.randn(3, 16).to(BF16)
+    with torch.no_grad():
+        assert torch.equal(model[1](x[:1]), model[1](x)[:1])
+        assert not torch.equal(model[0](x[:1, :8]), model[0](x[:, :8])[:1])  # left alone: its lone row differs
+
+
+def test_one_row_as_two_keeps_the_leading_shape():
+    linear = torch.nn.Linear(8, 5)
+    x = torch.randn(1, 1, 8)
+    with torch.no_grad():
+        y = one_row_as_two(x, linear)
+        assert y.shape == (1, 1, 5) and torch.allclose(y, linear(x))
 
 
 def test_a_target_sets_exact_rows_on_each_attention_module_it_knows():
@@ -39,11 +89,11 @@ def test_a_target_sets_exact_rows_on_each_attention_module_it_knows():
 
     target = tiny_target("qwen2")
     target.use_exact_rows(16, fold=True)
-    assert target.exact_rows == 16
+    assert target.exact_rows == 16 and target.exact_fold
     assert all(layer.self_attn.exact_rows == 16 and layer.self_attn.exact_fold for layer in target.decoder.layers)
     del target.decoder.layers[0].self_attn  # a decoder layout it does not know: no exact rows anywhere
-    target.use_exact_rows(16)
-    assert target.exact_rows == 0 and target.decoder.layers[1].self_attn.exact_rows == 0
+    target.use_exact_rows(16, fold=True)
+    assert target.exact_rows == 0 and not target.exact_fold and target.decoder.layers[1].self_attn.exact_rows == 0
 
 
 def _counting_checks(monkeypatch):
@@ -100,12 +150,13 @@ def test_an_unreadable_or_impossible_verdict_is_checked_again(monkeypatch, tmp_p
     path = verdict_path(verdict_key(model, BF16, CPU, (1, 2, 8)))
     path.parent.mkdir(parents=True)
     for kept in ("not json {", '{"rows": 4}', '{"rows": 99, "fold": true}', '{"rows": "32", "fold": true}',
-                 '{"rows": 32, "fold": 1}', "[]"):
+                 '{"rows": 32, "fold": 1}', "[]", '{"rows": 32, "fold": true, "two_row": [[8]]}',
+                 '{"rows": 32, "fold": true, "two_row": [[8, -1]]}', '{"rows": 32, "fold": true, "two_row": 3}'):
         path.write_text(kept)
         verdict = load_or_check(model, BF16, CPU, (1, 2, 8))
         assert verdict.rows == 32 and isinstance(verdict.fold, bool)
-        assert json.loads(path.read_text()) == {"rows": 32, "fold": verdict.fold}  # replaced by the new verdict
-    assert len(calls) == 6
+        assert json.loads(path.read_text()) == {"rows": 32, "fold": verdict.fold, "two_row": []}  # checked anew
+    assert len(calls) == 9
 
 
 def test_a_cache_that_cannot_be_written_still_gives_the_verdict(monkeypatch, tmp_path, caplog):

@@ -35,6 +35,16 @@ def test_a_profile_measured_without_packed_weights_is_not_reused_with_them():
     assert profile_key(target, head) != plain
 
 
+def test_a_profile_measured_with_another_exact_attention_path_is_not_reused():
+    target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=True)
+    head = SimpleNamespace(draft_vocab_size=32000)
+    block = profile_key(target, head)
+    target.exact_rows, target.exact_fold = 32, False  # attention row by row, one batch entry per row
+    by_row = profile_key(target, head)
+    target.exact_fold = True  # the unmasked prefix folded into one call: a cheaper curve
+    assert len({block, by_row, profile_key(target, head)}) == 3
+
+
 def test_a_profile_measured_under_other_onednn_kernel_settings_is_not_reused(monkeypatch):
     target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=True)
     head = SimpleNamespace(draft_vocab_size=32000)
