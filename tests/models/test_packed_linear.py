@@ -119,3 +119,27 @@ def test_pack_weights_leaves_a_model_as_it_is_when_packing_does_not_pay(monkeypa
     monkeypatch.setattr("nestling.daemon.runtime.packing_pays", lambda weight: False)
     assert not pack_weights(target, head)
     assert type(target.lm_head) is torch.nn.Linear and head._draft_lm_packed is None
+
+
+@needs_packing
+def test_a_verdict_naming_two_row_products_switches_them_and_decoding_stays_exact(monkeypatch, tmp_path):
+    """The runtime's wiring: a kept verdict with `two_row` shapes makes those packed products run a lone row as two
+    (as on the Zen 4's down projection), the others stay as they are, and spec still writes plain decoding's tokens."""
+    from nestling.daemon.models import row_invariance
+    from nestling.daemon.runtime import use_exact_rows
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path))
+    target, head = bfloat16_pair()
+    monkeypatch.setattr("nestling.daemon.runtime.packing_pays", lambda weight: True)
+    assert pack_weights(target, head)
+    down = target.decoder.layers[0].mlp.down_proj
+    shape = [down.out_features, down.in_features]
+    verdict = row_invariance.ExactRows(rows=16, fold=False, two_row=[shape])
+    monkeypatch.setattr("nestling.daemon.runtime.load_or_check", lambda *a: verdict)
+    assert use_exact_rows(target) == 16
+    switched = [m for m in target.model.modules() if isinstance(m, PackedLinear) and m.one_row_as_two]
+    assert switched and all([m.out_features, m.in_features] == shape for m in switched)
+    assert len(switched) == len(target.decoder.layers)  # every layer's down projection, nothing else
+    for prompt in ([1, 2, 3], list(range(10, 40))):
+        ar, spec = decode(target, head, prompt, TreeBudget(top_k=4, depth=5, total_tokens=15))
+        assert spec == ar
