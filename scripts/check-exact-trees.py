@@ -51,11 +51,22 @@ def path_logits(target, cache, committed: int, tree: DraftTree, node: int) -> to
     return logits[-1]
 
 
+def sizes(text: str) -> list[int]:
+    """argparse type: a comma-separated list of positive ints."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated whole numbers, e.g. 60,317") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every number must be 1 or more")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-exact-trees", action="store_true", help="verify trees as one block (the old way)")
-    parser.add_argument("--contexts", default="60,317,1000", help="prompt lengths in tokens")
-    parser.add_argument("--sizes", default="4,8,16,32", help="tree sizes (root included)")
+    parser.add_argument("--contexts", type=sizes, default="60,317,1000", help="prompt lengths in tokens")
+    parser.add_argument("--sizes", type=sizes, default="4,8,16,32", help="tree sizes (root included; above the exact rows, 32, trees are verified as one block)")
     parser.add_argument("--trees", type=int, default=2, help="random trees per context and size")
     parser.add_argument("--model", default=None)
     args = parser.parse_args()
@@ -63,15 +74,17 @@ def main() -> None:
     target = runtime.target
     print(f"{runtime.summary()}\nexact rows: {target.exact_rows}")
     rng = random.Random(0)
-    contexts = [int(c) for c in args.contexts.split(",")]
+    contexts = args.contexts
     ids = prompt_ids(target.tokenizer, max(contexts))
+    if len(ids) < max(contexts):
+        parser.error(f"--contexts: the prompt text ({TEXT}) holds only {len(ids)} tokens")
     vocab = sorted(set(ids))
     rows = bits = flips = 0
     for context in contexts:
         prompt = torch.tensor([ids[:context]])
         cache = new_cache(target.config)
         target.forward(prompt, torch.arange(context)[None], cache, logits_for=slice(-1, None))
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in args.sizes:
             for _ in range(args.trees):
                 tree = random_tree(rng, size, vocab)
                 verified = verify_tree(target, cache, tree, context).logits
