@@ -66,7 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-exact-trees", action="store_true", help="verify trees as one block (the old way)")
     parser.add_argument("--contexts", type=sizes, default="60,317,1000", help="prompt lengths in tokens")
-    parser.add_argument("--sizes", type=sizes, default="4,8,16,32", 
+    parser.add_argument("--sizes", type=sizes, default="4,8,16,32",
                         help="tree sizes (root included; above the exact rows, 32, trees are verified as one block)")
     parser.add_argument("--trees", type=int, default=2, help="random trees per context and size")
     parser.add_argument("--model", default=None)
