@@ -96,6 +96,9 @@ class _RowPlan:
             tail_mask[row, : tail.numel()] = 0
         self.tail_index = tail_index.flatten()  # [rows * block] key index of each tail slot
         self.tail_mask = tail_mask  # [rows, block] additive: 0 for a key, the dtype's minimum for padding
+        # the prefix length when every row's prefix is the same first keys (the usual tree), else 0
+        shared = not self.gathered and len(self.prefix_rows) == 1 and len(next(iter(self.prefix_rows.values()))) == rows
+        self.shared_prefix = next(iter(self.prefix_rows)) if shared else 0
         self._group_masks: dict[int, torch.Tensor] = {}
 
     def tail_mask_for(self, groups: int) -> torch.Tensor:
@@ -174,27 +177,27 @@ def row_invariant_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     scale = scaling if scaling is not None else dim ** -0.5
     plan = _row_plan(attention_mask, rows, keys, query.dtype)
     queries = query[0].reshape(kv_heads, groups, rows, dim).permute(2, 0, 1, 3).contiguous()  # [q, Hkv, groups, D]
-    tail_keys = key[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
-    tail_values = value[0].index_select(1, plan.tail_index).reshape(kv_heads, rows, block, dim).transpose(0, 1)
-    output, lse = _flash_cpu(queries, tail_keys.contiguous(), tail_values.contiguous(), 0.0, False,
-                             attn_mask=plan.tail_mask_for(groups), scale=scale)[:2]
-    output = output.float()  # [q, Hkv, groups, D]; lse [q, Hkv, groups]
-    if not plan.gathered and len(plan.prefix_rows) == 1 and len(next(iter(plan.prefix_rows.values()))) == rows:
-        prefix = next(iter(plan.prefix_rows))  # every row's prefix is the same first keys: no row indexing
+    # each row's tail keys as its own batch entry: a strided view of the gathered keys (the kernel reads strides)
+    tail_keys = key[0].index_select(1, plan.tail_index).view(kv_heads, rows, block, dim).transpose(0, 1)
+    tail_values = value[0].index_select(1, plan.tail_index).view(kv_heads, rows, block, dim).transpose(0, 1)
+    output, lse = _flash_cpu(queries, tail_keys, tail_values, 0.0, False, attn_mask=plan.tail_mask_for(groups),
+                             scale=scale)[:2]  # output [q, Hkv, groups, D], lse [q, Hkv, groups]
+    if plan.shared_prefix:  # every row's prefix is the same first keys: one call, no row indexing
+        prefix = plan.shared_prefix
         part, part_lse = _prefix_attention(queries, key[:, :, :prefix], value[:, :, :prefix], scale, fold)
-        tail_weight, part_weight, _ = _merge_weights(lse, part_lse)
-        output = output * tail_weight[..., None] + part.float() * part_weight[..., None]
-        return _heads_first(output.to(query.dtype))
+        return _heads_first(_merge(output, lse, part, part_lse).to(query.dtype))
+    if not plan.prefix_rows and not plan.gathered:  # every row sees at most EXACT_KEY_BLOCK keys: nothing to merge
+        return _heads_first(output)
+    output = output.float()
     for prefix, members in plan.prefix_rows.items():
         index = torch.tensor(members)
         part, part_lse = _prefix_attention(queries.index_select(0, index), key[:, :, :prefix],
                                            value[:, :, :prefix], scale, fold)
-        _merge_into(output, lse, part, part_lse, index)
+        output.index_copy_(0, index, _merge(output.index_select(0, index), lse.index_select(0, index), part, part_lse))
     for row, visible in plan.gathered:
-        index = torch.tensor([row])
         part, part_lse = _prefix_attention(queries[row : row + 1], key.index_select(2, visible),
                                            value.index_select(2, visible), scale, fold)
-        _merge_into(output, lse, part, part_lse, index)
+        output[row : row + 1] = _merge(output[row : row + 1], lse[row : row + 1], part, part_lse)
     return _heads_first(output.to(query.dtype))
 
 
@@ -205,32 +208,21 @@ def _heads_first(output: torch.Tensor) -> torch.Tensor:
     return output.view(rows, kv_heads * groups, dim).transpose(0, 1)[None]
 
 
-def _merge_into(output: torch.Tensor, lse: torch.Tensor, part: torch.Tensor, part_lse: torch.Tensor,
-                index: torch.Tensor) -> None:
-    """Fold attention over earlier keys (part [r, Hkv, groups, D], part_lse [r, Hkv, groups]) into rows `index` of
-    (output, lse), computed over the tail keys: softmax weights by the two log-sum-exps."""
-    tail, tail_lse = output.index_select(0, index), lse.index_select(0, index)
-    tail_weight, part_weight, both = _merge_weights(tail_lse, part_lse)
-    merged = tail * tail_weight[..., None] + part.float() * part_weight[..., None]
-    output.index_copy_(0, index, merged)
-    lse.index_copy_(0, index, both)
+_ROW_SLOT = 32  # floats per row in _merge: a whole number of (two) SIMD vectors on x86
 
 
-_ROW_SLOT = 32  # floats per row in _merge_weights: a whole number of (two) SIMD vectors on x86
-
-
-def _merge_weights(first: torch.Tensor, second: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Softmax weights of two partial attentions from their log-sum-exps ([r, Hkv, groups] each): (exp(first - both),
-    exp(second - both), both = logaddexp(first, second)). torch's CPU kernels compute a transcendental function with
+def _merge(tail: torch.Tensor, tail_lse: torch.Tensor, part: torch.Tensor, part_lse: torch.Tensor) -> torch.Tensor:
+    """Attention over a row's tail keys and over its earlier keys (each [r, Hkv, groups, D], log-sum-exps
+    [r, Hkv, groups]) -> attention over both, float32 [r, Hkv, groups, D]: the two weighted by their softmax mass,
+    tail + sigmoid(part_lse - tail_lse) * (part - tail). torch's CPU kernels compute a transcendental function with
     SIMD code over whole vectors and with scalar code over what is left, and the two may differ in the last bit; each
-    row is padded to its own _ROW_SLOT floats, so its values always take the SIMD code, however many rows there are."""
-    rows, heads, groups = first.shape
+    row's differences are padded to their own _ROW_SLOT floats, so they always take the SIMD code, however many rows
+    there are (the other operations round the same either way)."""
+    rows, heads, groups = tail_lse.shape
     width = heads * groups
-    slot = -(-width // _ROW_SLOT) * _ROW_SLOT
-    pair = torch.nn.functional.pad(torch.stack((first, second)).reshape(2, rows, width), (0, slot - width))
-    both = torch.logaddexp(pair[0], pair[1])
-    weights = torch.exp(pair - both)[..., :width].reshape(2, rows, heads, groups)
-    return weights[0], weights[1], both[:, :width].reshape(rows, heads, groups)
+    difference = torch.nn.functional.pad((part_lse - tail_lse).reshape(rows, width), (0, -width % _ROW_SLOT))
+    weight = torch.sigmoid(difference)[:, :width].reshape(rows, heads, groups, 1)
+    return torch.lerp(tail.float(), part.float(), weight)  # laid out as `tail` (the prefix's rows may be permuted)
 
 
 def grouped_sdpa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
