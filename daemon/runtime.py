@@ -20,7 +20,7 @@ from .models.row_invariance import attention_geometry, load_or_check, run_one_ro
 from .models.target import TargetModel, load_target
 from .policy.cost_model import CostProfile, load_or_measure
 from .policy.gate import DraftGate, GatedDrafter
-from .policy.shapes import shaped_budget
+from .policy.shapes import REGION_SHAPES, ShapeTable, shaped_budget
 from .policy.sizing import LatencySizer
 from .speculative.drafter import NoDrafter, TreeBudget
 from .speculative.eagle_drafter import EagleDrafter
@@ -106,12 +106,13 @@ class Runtime:
                             plain_share=self.profile.plain_share)
         return SpeculativeEngine(self.target, factory, self.budget_for(mode, Region.NEUTRAL))
 
-    def budget_for(self, mode: str, region: Region = Region.NEUTRAL) -> TreeBudget:
-        """The tree budget of `mode` for a cursor in `region` (padded to static shapes when configured)."""
-        budget = self._budget_for(mode, region)
+    def budget_for(self, mode: str, region: Region = Region.NEUTRAL, shapes: ShapeTable | None = None) -> TreeBudget:
+        """The tree budget of `mode` for a cursor in `region` (padded to static shapes when configured); `shapes`:
+        the syntax-shaped modes' table (default REGION_SHAPES; `nestling bench --shape-variants` measures others)."""
+        budget = self._budget_for(mode, region, shapes or REGION_SHAPES)
         return replace(budget, buckets=self.static_buckets) if self.static_buckets and mode != "ar" else budget
 
-    def _budget_for(self, mode: str, region: Region) -> TreeBudget:
+    def _budget_for(self, mode: str, region: Region, shapes: ShapeTable) -> TreeBudget:
         self._check(mode)
         if mode in ("ar", "eagle-ref"):
             return self.budget
@@ -121,7 +122,7 @@ class Runtime:
         sizer = LatencySizer(self.profile, nodes)
         if mode == "eagle-latency":
             return TreeBudget(top_k=self.budget.top_k, depth=self.budget.depth, total_tokens=nodes, sizer=sizer)
-        return shaped_budget(region, sizer, nodes)
+        return shaped_budget(region, sizer, nodes, shapes)
 
     def describe(self) -> dict:
         return {

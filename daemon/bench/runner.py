@@ -16,6 +16,7 @@ from ..service.stats import percentile
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from ..modes import PEERS
+from ..policy.shapes import ShapeTable
 from .peers import PeerEngine
 from .prompts import BenchPrompt
 
@@ -92,26 +93,29 @@ def prompt_region(prompt: BenchPrompt) -> Region:
 
 
 def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens: int,
-              budget: FimBudget = FimBudget(), progress: bool = True, sampling: Sampling = Sampling()
-              ) -> dict[str, ModeResult]:
+              budget: FimBudget = FimBudget(), progress: bool = True, sampling: Sampling = Sampling(),
+              shapes: dict[str, ShapeTable] | None = None) -> dict[str, ModeResult]:
     """Every mode on every prompt, interleaved per prompt; the first mode is the baseline. Modes are
-    nestling's (modes.py) or peer baselines (peers.py: transformers' own generate, greedy only). The order
+    nestling's (modes.py), peer baselines (peers.py: transformers' own generate, greedy only), or MODE@NAME: a
+    syntax-shaped mode with the shape table `shapes[NAME]` in place of REGION_SHAPES (policy/shapes.py). The order
     rotates by one mode per prompt, so no mode always runs first on a fresh prompt (the cyclic order stays).
     `sampling`: greedy by default; sampled, prompt i is decoded with seed (sampling.seed or 0) + i in every mode,
     so each mode's output is still comparable with the baseline's token for token."""
     if not sampling.greedy and any(mode in PEERS for mode in modes):
         raise ValueError(f"the peer baselines ({', '.join(PEERS)}) decode greedily only")
     target = runtime.target
-    engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode) for mode in modes}
+    shapes = shapes or {}
+    engines = {mode: PeerEngine(target, mode) if mode in PEERS else runtime.engine(mode.partition("@")[0])
+               for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
     regions = [prompt_region(p) for p in prompts]
     for mode, engine in engines.items():  # warm-up, not measured
-        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode)).run()
+        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode, shapes=shapes)).run()
     for index, (prompt, fim, region) in enumerate(tqdm(list(zip(prompts, encoded, regions)), desc="bench",
                                                        unit="prompt", disable=not progress)):
         stop = StopRule(max_new_tokens=max_tokens)
-        generations = {mode: _generate(engines[mode], fim.token_ids, stop, _budget(runtime, mode, region),
+        generations = {mode: _generate(engines[mode], fim.token_ids, stop, _budget(runtime, mode, region, shapes),
                                        prompt_sampling(sampling, index)).run()
                        for mode in rotated(modes, index)}
         reference = generations[modes[0]].tokens
@@ -144,9 +148,13 @@ def rotated(modes: list[str], shift: int) -> list[str]:
     return modes[start:] + modes[:start]
 
 
-def _budget(runtime, mode: str, region: Region = Region.NEUTRAL):
-    """The tree budget of one of nestling's modes; peers draft their own way (None)."""
-    return None if mode in PEERS else runtime.budget_for(mode, region)
+def _budget(runtime, mode: str, region: Region = Region.NEUTRAL, shapes: dict[str, ShapeTable] | None = None):
+    """The tree budget of one of nestling's modes (MODE@NAME: with the shape table shapes[NAME]); peers draft their
+    own way (None)."""
+    if mode in PEERS:
+        return None
+    base, _, variant = mode.partition("@")
+    return runtime.budget_for(base, region, shapes[variant]) if variant else runtime.budget_for(base, region)
 
 
 def _first_difference(tokens: list[int], reference: list[int]) -> int | None:

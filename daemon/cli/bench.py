@@ -34,6 +34,11 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass kept when sampling (default 1.0)")
     p.add_argument("--seed", type=int, default=0, help="the first prompt's sampling seed (default 0)")
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
+    p.add_argument("--shape-variants", type=Path, metavar="FILE.json",
+                   help="also run `spec` with other tree shapes per syntax region, one mode spec@NAME per variant "
+                        "named in the file, e.g. {\"narrow\": {\"all\": {\"top_k\": 4}, \"logic\": {\"depth\": 9}}} "
+                        "(fields top_k, depth, min_prob; regions all, boilerplate, logic, comment, string, neutral; "
+                        "what a variant leaves out keeps the shipped shape): to fit the region priors")
     p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false",
                    help="eagle-latency, eagle-syntax and spec draft at every step (the gate's ablation)")
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
@@ -92,6 +97,19 @@ def check_outputs(args) -> None:
         raise ValueError("--plot needs matplotlib: pip install matplotlib")
 
 
+def read_shape_variants(path: Path) -> dict:
+    """--shape-variants: the named shape tables in a JSON file (policy/shapes.py, shape_variants)."""
+    from ..policy.shapes import shape_variants
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"--shape-variants {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"--shape-variants {path}: not valid JSON ({exc})") from None
+    return shape_variants(data)
+
+
 def run(args) -> int:
     check_outputs(args)
     if args.limit is not None and args.limit < 1:
@@ -100,6 +118,8 @@ def run(args) -> int:
         raise ValueError("--keystrokes must be at least 1")
     if args.target != "engine" and (args.temperature, args.top_p, args.seed) != (0.0, 1.0, 0):
         raise ValueError(f"--temperature, --top-p and --seed apply to the decoding modes, not --target {args.target}")
+    if args.target != "engine" and args.shape_variants:
+        raise ValueError(f"--shape-variants applies to the decoding modes, not --target {args.target}")
     if args.target == "grpc":
         return run_typing(args)
     if args.target == "open":
@@ -122,12 +142,14 @@ def run(args) -> int:
         raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
+    shapes = read_shape_variants(args.shape_variants) if args.shape_variants else {}
+    modes += [f"spec@{name}" for name in shapes]
     sampling = bench_sampling(args, modes)
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate,
                            packed_weights=args.packed_weights, exact_trees=args.exact_trees)
-    results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling)
+    results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling, shapes=shapes)
     baseline = next(iter(results.values()))
     report = {
         "environment": environment(runtime),
@@ -135,6 +157,8 @@ def run(args) -> int:
                      "sampling": vars(sampling),
                      "draft_gate": args.draft_gate, "packed_weights": runtime.target.packed_weights,
                      "exact_rows": runtime.target.exact_rows,
+                     "shape_variants": {name: {region.value: vars(shape) for region, shape in table.items()}
+                                        for name, table in shapes.items()},
                      "sources": [str(s) for s in (args.sources or [DEFAULT_PROMPTS])]},
         "modes": [r.summary(baseline) for r in results.values()],
         "by_region": {region: [r.by_region[region].summary(baseline.by_region.get(region))

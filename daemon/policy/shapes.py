@@ -3,7 +3,7 @@ logic branches (wide, shallow ones)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..context.syntax import Region
 from ..speculative.drafter import TreeBudget, TreeSizer
@@ -30,8 +30,56 @@ REGION_SHAPES: dict[Region, RegionShape] = {
 }
 
 
+ShapeTable = dict[Region, RegionShape]
+SHAPE_FIELDS = {"top_k": int, "depth": int, "min_prob": float}
+
+
+def shape_variants(data: object) -> dict[str, ShapeTable]:
+    """Named shape tables to measure beside the shipped one (`nestling bench --shape-variants FILE`), from JSON such
+    as {"narrow": {"all": {"top_k": 4}, "logic": {"depth": 9}}}: each variant is REGION_SHAPES with the fields it
+    gives changed, "all" first, then per region (boilerplate, logic, comment, string, neutral). Raises ValueError
+    saying what is wrong."""
+    if not isinstance(data, dict) or not data:
+        raise ValueError("shape variants: expected a JSON object of named variants, e.g. "
+                         '{"narrow": {"all": {"top_k": 4, "depth": 9}}}')
+    return {str(name): _variant(str(name), entries) for name, entries in data.items()}
+
+
+def _variant(name: str, entries: object) -> ShapeTable:
+    regions = {region.value: region for region in Region}
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise ValueError(f"shape variant name {name!r}: use letters, digits, '-', '_' or '.'")
+    if not isinstance(entries, dict):
+        raise ValueError(f"shape variant {name!r}: expected an object of regions ('all', {', '.join(regions)})")
+    unknown = [key for key in entries if key != "all" and key not in regions]
+    if unknown:
+        raise ValueError(f"shape variant {name!r}: unknown regions {unknown} (use 'all', {', '.join(regions)})")
+    table = dict(REGION_SHAPES)
+    for key in ["all"] * ("all" in entries) + [k for k in entries if k != "all"]:
+        changes = _shape_fields(name, key, entries[key])
+        for region in (list(Region) if key == "all" else [regions[key]]):
+            table[region] = replace(table[region], **changes)
+    return table
+
+
+def _shape_fields(name: str, key: str, fields: object) -> dict:
+    where = f"shape variant {name!r}, {key}"
+    if not isinstance(fields, dict) or not fields:
+        raise ValueError(f"{where}: expected an object with some of {', '.join(SHAPE_FIELDS)}")
+    unknown = [field for field in fields if field not in SHAPE_FIELDS]
+    if unknown:
+        raise ValueError(f"{where}: unknown fields {unknown} (use {', '.join(SHAPE_FIELDS)})")
+    for field, value in fields.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                (SHAPE_FIELDS[field] is int and (not isinstance(value, int) or value < 1)) or \
+                (field == "min_prob" and not 0 <= value < 1):
+            wanted = "a whole number of at least 1" if SHAPE_FIELDS[field] is int else "a number in [0, 1)"
+            raise ValueError(f"{where}: {field} must be {wanted}, not {value!r}")
+    return {field: SHAPE_FIELDS[field](value) for field, value in fields.items()}
+
+
 def shaped_budget(region: Region, sizer: TreeSizer | None, max_nodes: int,
-                  shapes: dict[Region, RegionShape] = REGION_SHAPES) -> TreeBudget:
+                  shapes: ShapeTable = REGION_SHAPES) -> TreeBudget:
     shape = shapes.get(region, shapes[Region.NEUTRAL])
     return TreeBudget(top_k=shape.top_k, depth=shape.depth, total_tokens=max_nodes, min_prob=shape.min_prob,
                       sizer=sizer)

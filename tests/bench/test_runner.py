@@ -57,12 +57,14 @@ class FakeRuntime:
     def __init__(self, modes, wrong=None):
         self.target = FakeTarget()
         self.log: list[str] = []
+        self.budgets: list[tuple] = []  # (mode, shape table) of each budget_for call
         self._engines = {m: FakeEngine(m, self.log, (wrong or {}).get(m, ())) for m in modes}
 
     def engine(self, mode):
         return self._engines[mode]
 
-    def budget_for(self, mode, region):
+    def budget_for(self, mode, region, shapes=None):
+        self.budgets.append((mode, shapes))
         return None
 
 
@@ -129,3 +131,14 @@ def test_the_share_of_drafted_steps_counts_trees_larger_than_the_root():
     assert peer.summary(None)["drafted_steps"] is None
     table = format_table({"spec": gated, "hf-greedy": peer})
     assert table.splitlines()[2].endswith("50%") and table.splitlines()[3].endswith("-")
+
+
+def test_a_shape_variant_runs_its_base_mode_with_its_own_shape_table():
+    runtime = FakeRuntime(["ar", "spec"])
+    wide = {"table": "wide"}  # a stand-in: the runner passes the variant's table through, unread
+    results = run_bench(runtime, ["ar", "spec", "spec@wide"], PROMPTS, max_tokens=16, progress=False,
+                        shapes={"wide": wide})
+    assert list(results) == ["ar", "spec", "spec@wide"] and results["spec@wide"].identical == 5
+    assert runtime.log.count("spec") == 10  # the variant decodes with the spec engine
+    measured = runtime.budgets[3:]  # after the warm-up of each mode
+    assert measured.count(("spec", wide)) == 5 and measured.count(("spec", None)) == 5

@@ -103,6 +103,15 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
     report = json.loads(out.read_text())
     assert report["settings"]["sampling"] == {"temperature": 0.8, "top_p": 1.0, "seed": 5}
     assert {m["mode"]: m["identical_to_baseline"] for m in report["modes"]} == {"ar": "3/3", "spec": "3/3"}
+    variants = tmp_path / "shapes.json"
+    variants.write_text(json.dumps({"deep": {"all": {"top_k": 2, "depth": 6}}}))
+    result = nestling("bench", src, "--model", model_dir, "--head", head_dir, "--dtype", "float32",
+                      "--per-file", 3, "--max-tokens", 10, "--shape-variants", variants, "--out", out)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert {m["mode"]: m["identical_to_baseline"] for m in report["modes"]} == {"ar": "3/3", "spec": "3/3",
+                                                                               "spec@deep": "3/3"}
+    assert report["settings"]["shape_variants"]["deep"]["logic"]["depth"] == 6
 
 
 def test_bench_lookup_reads_a_distilled_cache(tmp_path):
@@ -286,6 +295,12 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
                            (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in"),
                            (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax")):
         result = nestling("bench", *flags)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "region.json").write_text('{"x": {"loops": {"depth": 3}}}')
+    for file, message in (("absent.json", "cannot read it"), ("bad.json", "not valid JSON"),
+                          ("region.json", "unknown regions ['loops']")):
+        result = nestling("bench", "--shape-variants", tmp_path / file)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")
     assert result.returncode == 2 and "does not exist" in result.stderr
