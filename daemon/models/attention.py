@@ -71,6 +71,9 @@ def folded_sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, att
 
 
 EXACT_KEY_BLOCK = 64  # the row-invariant attention splits each row's keys at a multiple of this
+# the row-invariant attention's revision, in the cost profile's key (policy/cost_model.py): a change that makes it
+# cheaper or dearer gets a freshly measured curve (2: the merge as one sigmoid and a lerp, strided tail keys)
+EXACT_ATTENTION_REVISION = 2
 _flash_cpu = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # (output, logsumexp, ...)
 _last_plan: tuple[torch.Tensor | None, tuple, "_RowPlan"] | None = None  # (mask, (rows, keys), plan) of the last call
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ..log_levels import NOTICE
+from ..models import attention
 from ..models.kv_cache import new_cache, truncate
 from ..models.target import TargetModel, cpu_features, cpu_name, kernel_settings
 from ..models.paths import cache_dir
@@ -81,7 +82,8 @@ def profile_key(target, head) -> str:
              str(torch.get_num_threads()), str(getattr(head, "draft_vocab_size", 0)), METHOD,
              "packed" if getattr(target, "packed_weights", False) else "unpacked", *kernel_settings()]
     if getattr(target, "exact_rows", 0):  # attention computed row by row: another curve
-        parts.append(f"exact rows {target.exact_rows}" + (", folded" if getattr(target, "exact_fold", False) else ""))
+        parts.append(f"exact rows {target.exact_rows}" + (", folded" if getattr(target, "exact_fold", False) else "")
+                     + f", revision {attention.EXACT_ATTENTION_REVISION}")
     if isinstance(head, TargetModel):  # a draft model: its own name and layout set the draft step's cost
         from ..speculative.model_drafter import MODEL_WIDTH
 

@@ -45,6 +45,21 @@ def test_a_profile_measured_with_another_exact_attention_path_is_not_reused():
     assert len({block, by_row, profile_key(target, head)}) == 3
 
 
+def test_a_profile_measured_with_an_earlier_revision_of_exact_attention_is_not_reused(monkeypatch):
+    from nestling.daemon.models import attention
+
+    target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=True,
+                             exact_rows=32, exact_fold=True)
+    head = SimpleNamespace(draft_vocab_size=32000)
+    now = profile_key(target, head)
+    monkeypatch.setattr(attention, "EXACT_ATTENTION_REVISION", attention.EXACT_ATTENTION_REVISION - 1)
+    assert profile_key(target, head) != now
+    target.exact_rows = 0  # block attention: its curve does not depend on the exact path's revision
+    block = profile_key(target, head)
+    monkeypatch.setattr(attention, "EXACT_ATTENTION_REVISION", attention.EXACT_ATTENTION_REVISION + 1)
+    assert profile_key(target, head) == block
+
+
 def test_a_profile_measured_under_other_onednn_kernel_settings_is_not_reused(monkeypatch):
     target = SimpleNamespace(name="m", device=torch.device("cpu"), dtype=torch.bfloat16, packed_weights=True)
     head = SimpleNamespace(draft_vocab_size=32000)
