@@ -19,8 +19,12 @@ class RegionShape:
 # Priors: boilerplate deep and narrow, logic wide and shallow. Checked against `nestling bench --ablation
 # --by-region` on the held-out set (BENCHMARKS.md, "Region priors"; benchmarks/ablation_heldout.json):
 # where lookup drafts, boilerplate accepted longer paths than logic (accepted-length p50/p90 of the full
-# policy 4/11 vs 2/11), while the EAGLE-only modes accepted equally short paths in both (2/4, 2/3): with the
-# shipped head the latency objective caps depth before these magnitudes matter, so they are not yet fitted.
+# policy 4/11 vs 2/11). Their magnitudes measured with `nestling bench --shape-variants` (BENCHMARKS.md, "The priors'
+# magnitudes, measured"; benchmarks/zen4/region_priors/): on a 2-core Zen 4 with the shipped head, every shape from
+# top_k 4 / depth 5 to top_k 10 / depth 9 gave the same trees and tau in every region (the latency objective picks
+# ~8-10 nodes, inside all of them); only narrower ones (top_k 2 / depth 3 and below) bind, and cost tau. These keep
+# the design's direction within the range that measured alike; they would bind where verification pays for far
+# bigger trees (a GPU; not measured).
 REGION_SHAPES: dict[Region, RegionShape] = {
     Region.BOILERPLATE: RegionShape(top_k=4, depth=9, min_prob=0.02),
     Region.LOGIC: RegionShape(top_k=10, depth=5, min_prob=0.005),
