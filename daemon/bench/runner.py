@@ -111,7 +111,8 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
     regions = [prompt_region(p) for p in prompts]
     for mode, engine in engines.items():  # warm-up, not measured
-        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4), budget=_budget(runtime, mode, shapes=shapes)).run()
+        engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4),
+                        budget=_budget(runtime, mode, shapes=shapes)).run()
     for index, (prompt, fim, region) in enumerate(tqdm(list(zip(prompts, encoded, regions)), desc="bench",
                                                        unit="prompt", disable=not progress)):
         stop = StopRule(max_new_tokens=max_tokens)
