@@ -16,6 +16,8 @@ class RegionShape:
     min_prob: float  # stop growing a branch whose path value falls below this
 
 
+ShapeTable = dict[Region, RegionShape]  # a tree shape for every region
+
 # Priors: boilerplate deep and narrow, logic wide and shallow. Checked against `nestling bench --ablation
 # --by-region` on the held-out set (BENCHMARKS.md, "Region priors"; benchmarks/ablation_heldout.json):
 # where lookup drafts, boilerplate accepted longer paths than logic (accepted-length p50/p90 of the full
@@ -25,7 +27,7 @@ class RegionShape:
 # ~8-10 nodes, inside all of them); only narrower ones (top_k 2 / depth 3 and below) bind, and cost tau. These keep
 # the design's direction within the range that measured alike; they would bind where verification pays for far
 # bigger trees (a GPU; not measured).
-REGION_SHAPES: dict[Region, RegionShape] = {
+REGION_SHAPES: ShapeTable = {
     Region.BOILERPLATE: RegionShape(top_k=4, depth=9, min_prob=0.02),
     Region.LOGIC: RegionShape(top_k=10, depth=5, min_prob=0.005),
     Region.COMMENT: RegionShape(top_k=6, depth=6, min_prob=0.01),
@@ -34,7 +36,6 @@ REGION_SHAPES: dict[Region, RegionShape] = {
 }
 
 
-ShapeTable = dict[Region, RegionShape]
 SHAPE_FIELDS = {"top_k": int, "depth": int, "min_prob": float}
 
 
@@ -59,7 +60,7 @@ def _variant(name: str, entries: object) -> ShapeTable:
     if unknown:
         raise ValueError(f"shape variant {name!r}: unknown regions {unknown} (use 'all', {', '.join(regions)})")
     table = dict(REGION_SHAPES)
-    for key in ["all"] * ("all" in entries) + [k for k in entries if k != "all"]:
+    for key in sorted(entries, key=lambda key: key != "all"):  # "all" first, then the regions in file order
         changes = _shape_fields(name, key, entries[key])
         for region in (list(Region) if key == "all" else [regions[key]]):
             table[region] = replace(table[region], **changes)
@@ -74,10 +75,11 @@ def _shape_fields(name: str, key: str, fields: object) -> dict:
     if unknown:
         raise ValueError(f"{where}: unknown fields {unknown} (use {', '.join(SHAPE_FIELDS)})")
     for field, value in fields.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                (SHAPE_FIELDS[field] is int and (not isinstance(value, int) or value < 1)) or \
-                (field == "min_prob" and not 0 <= value < 1):
-            wanted = "a whole number of at least 1" if SHAPE_FIELDS[field] is int else "a number in [0, 1)"
+        if SHAPE_FIELDS[field] is int:  # JSON true is no count
+            valid, wanted = type(value) is int and value >= 1, "a whole number of at least 1"
+        else:
+            valid, wanted = type(value) in (int, float) and 0 <= value < 1, "a number in [0, 1)"
+        if not valid:
             raise ValueError(f"{where}: {field} must be {wanted}, not {value!r}")
     return {field: SHAPE_FIELDS[field](value) for field, value in fields.items()}
 
