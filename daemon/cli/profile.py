@@ -53,7 +53,8 @@ def plot_curve(profile, path: Path) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..policy.cost_model import VERIFY_SIZES, measure, measured_busy, profile_path
+    from ..policy.cost_model import (CHECK_SPREAD, VERIFY_SIZES, check_spread, measure_consistent, measured_busy,
+                                     profile_path)
     from ..runtime import load_runtime
 
     from .bench import check_outputs
@@ -64,20 +65,30 @@ def run(args) -> int:
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights,
                            exact_trees=args.exact_trees)
     with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
-        profile = measure(runtime.target, runtime.tree_source, context_tokens=args.context, sizes=VERIFY_SIZES,
-                          repeats=args.repeats, progress=bar.update)
+        def again(attempt: int) -> None:
+            bar.reset()
+            bar.set_description(f"verify forwards, attempt {attempt} (the check disagreed with the curve)")
+
+        profile = measure_consistent(runtime.target, runtime.tree_source, context_tokens=args.context,
+                                     sizes=VERIFY_SIZES, repeats=args.repeats, progress=bar.update, on_retry=again)
     path = profile_path(profile.key)
     profile.save(path)
     if measured_busy(profile):
         print(f"warning: other processes kept {profile.measured['busy_elsewhere']:.0%} of the CPU busy while measuring;"
               " the curve may be far too steep (trees too small): measure again when the machine is idle",
               file=sys.stderr)
+    spread = check_spread(profile)
+    if spread > CHECK_SPREAD:
+        print(f"warning: the CPU's speed changed while measuring (a second pass over a few sizes disagreed with the "
+              f"curve by {spread - 1:.0%} in every attempt); measure again when the machine is idle", file=sys.stderr)
     if args.plot:
         plot_curve(profile, args.plot)
     if args.json:
         print(json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights,
                           "exact_rows": runtime.target.exact_rows,
                           "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
+                          "check_ms": profile.measured["check_ms"], "check_spread": round(spread, 4),
+                          "attempt": profile.measured["attempt"],
                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
         return 0
     print(f"{runtime.summary()}; context {args.context}, saved to {path}")
@@ -85,4 +96,6 @@ def run(args) -> int:
     print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))
     print(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a "
           f"one-token verify forward)")
+    print(f"check: {', '.join(f'W={w} {t:.1f} ms' for w, t in profile.measured['check_ms'].items())} in a second pass "
+          f"({spread - 1:.0%} apart in shape; attempt {profile.measured['attempt']})")
     return 0

@@ -304,3 +304,14 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
         assert result.returncode == 2 and message in result.stderr, result.stderr
     result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
+    result = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
+                      "--repeats", 2, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert Path(report["path"]).is_file() and report["attempt"] in (1, 2, 3)
+    assert set(report["check_ms"]) == {"1", "8", "16"} and report["check_spread"] >= 1.0
+    costs = [report["verify_ms"][w] for w in sorted(report["verify_ms"], key=int)]
+    assert costs == sorted(costs) and costs[0] > 0

@@ -1,5 +1,6 @@
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from nestling.daemon.policy import cost_model
@@ -135,3 +136,57 @@ def test_a_profile_measured_while_the_cpu_was_busy_elsewhere_is_used_but_not_kep
     (tmp_path / "k.json").unlink()
     cost_model.load_or_measure(None, None)
     assert (tmp_path / "k.json").exists()
+
+
+def _profile(medians: dict, check: dict) -> "cost_model.CostProfile":
+    return cost_model.CostProfile("k", 300, dict(medians), 5.0, {"medians_ms": dict(medians), "check_ms": dict(check)})
+
+
+def test_the_check_spread_reads_the_shape_not_the_level(tmp_path):
+    curve = {1: 60.0, 8: 70.0, 16: 90.0}
+    assert cost_model.check_spread(_profile(curve, curve)) == 1.0
+    assert cost_model.check_spread(_profile(curve, {1: 66.0, 8: 77.0, 16: 99.0})) == pytest.approx(1.0)  # all 10% slower
+    # the Zen 4's outlier: a one-token forward timed 76 ms in the curve, 60 in the check, big trees alike
+    slow_start = _profile({1: 76.0, 8: 74.0, 16: 92.0}, {1: 60.0, 8: 71.0, 16: 92.0})
+    assert cost_model.check_spread(slow_start) == pytest.approx(92.0 / 92.0 / (60.0 / 76.0))
+    assert cost_model.check_spread(slow_start) > cost_model.CHECK_SPREAD
+    slow_start.save(tmp_path / "p.json")  # JSON keeps the sizes as strings: read alike after loading
+    assert cost_model.check_spread(cost_model.CostProfile.load(tmp_path / "p.json")) == pytest.approx(
+        cost_model.check_spread(slow_start))
+    assert cost_model.check_spread(cost_model.CostProfile("k", 300, curve, 5.0, {"medians_ms": curve})) == 1.0
+
+
+def test_a_curve_its_check_disagrees_with_is_measured_again(monkeypatch):
+    curves = [({1: 76.0, 8: 74.0, 16: 92.0}, {1: 60.0, 8: 71.0, 16: 92.0}),  # off: measured again
+              ({1: 60.0, 8: 72.0, 16: 93.0}, {1: 61.0, 8: 71.0, 16: 92.0})]
+    measured, retries = [], []
+
+    def fake_measure(target, head, progress=None, **options):
+        measured.append(options)
+        return _profile(*curves[len(measured) - 1])
+
+    monkeypatch.setattr(cost_model, "measure", fake_measure)
+    profile = cost_model.measure_consistent(None, None, on_retry=retries.append, context_tokens=64)
+    assert profile.verify_ms[1] == 60.0 and profile.measured["attempt"] == 2
+    assert retries == [2] and measured == [{"context_tokens": 64}] * 2  # options passed on to every attempt
+
+
+def test_when_every_check_disagrees_the_most_consistent_curve_is_used(monkeypatch, caplog):
+    spreads = iter([1.5, 1.3, 1.4])
+
+    def fake_measure(target, head, progress=None):
+        return _profile({1: 60.0, 16: 90.0}, {1: 60.0 * next(spreads), 16: 90.0})
+
+    monkeypatch.setattr(cost_model, "measure", fake_measure)
+    profile = cost_model.measure_consistent(None, None, attempts=3)
+    assert profile.measured["attempt"] == 2 and cost_model.check_spread(profile) == pytest.approx(1.3)
+    assert "3 cost curves in a row disagreed" in caplog.text
+
+
+def test_load_or_measure_keeps_a_checked_curve(monkeypatch, tmp_path):
+    curves = iter([({1: 76.0, 16: 92.0}, {1: 60.0, 16: 92.0}), ({1: 60.0, 16: 92.0}, {1: 59.0, 16: 93.0})])
+    monkeypatch.setattr(cost_model, "measure", lambda target, head, progress=None: _profile(*next(curves)))
+    monkeypatch.setattr(cost_model, "profile_key", lambda target, head: "k")
+    monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / f"{key}.json")
+    assert cost_model.load_or_measure(None, None).verify_ms[1] == 60.0
+    assert cost_model.CostProfile.load(tmp_path / "k.json").verify_ms[1] == 60.0  # the second curve is the one kept

@@ -84,3 +84,6 @@ def test_measure_times_every_size_and_keeps_the_raw_medians():
     assert costs == pytest.approx(non_decreasing(medians), abs=0.01)  # the measured medians, made monotone
     assert costs[0] > 0
     assert set(profile.measured["medians_ms"]) == {1, 2, 4, 8} and profile.draft_step_ms >= 0
+    from nestling.daemon.policy.cost_model import CHECK_SIZES
+    assert list(profile.measured["check_ms"]) == list(CHECK_SIZES)  # the second pass, timed after the curve
+    assert all(ms > 0 for ms in profile.measured["check_ms"].values())
