@@ -70,6 +70,17 @@ class Runtime:
             self._profile = load_or_measure(self.target, self.tree_source)
         return self._profile
 
+    def profile_summary(self) -> dict | None:
+        """The cost profile in a few numbers (None until it has been timed or read: never measures)."""
+        from .policy.cost_model import measured_busy
+
+        profile = self._profile
+        if profile is None:
+            return None
+        return {"verify_one_ms": profile.verify_cost(1), "verify_16_ms": profile.verify_cost(16),
+                "draft_step_ms": profile.draft_step_ms, "measured_at": profile.measured.get("at", ""),
+                "cached": not measured_busy(profile)}
+
     def _check(self, mode: str) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r} (use one of {', '.join(MODES)})")

@@ -174,7 +174,7 @@ class LatencyPercentiles(_message.Message):
     def __init__(self, p50_ms: _Optional[float] = ..., p95_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used", "exact_rows", "packed_weights")
+    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used", "exact_rows", "packed_weights", "cost_profile")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +195,7 @@ class GetStatsResponse(_message.Message):
     PREFILLS_AHEAD_USED_FIELD_NUMBER: _ClassVar[int]
     EXACT_ROWS_FIELD_NUMBER: _ClassVar[int]
     PACKED_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    COST_PROFILE_FIELD_NUMBER: _ClassVar[int]
     model: str
     device: str
     dtype: str
@@ -215,4 +216,19 @@ class GetStatsResponse(_message.Message):
     prefills_ahead_used: int
     exact_rows: int
     packed_weights: bool
-    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ..., exact_rows: _Optional[int] = ..., packed_weights: _Optional[bool] = ...) -> None: ...
+    cost_profile: CostProfile
+    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ..., exact_rows: _Optional[int] = ..., packed_weights: _Optional[bool] = ..., cost_profile: _Optional[_Union[CostProfile, _Mapping]] = ...) -> None: ...
+
+class CostProfile(_message.Message):
+    __slots__ = ("verify_one_ms", "verify_16_ms", "draft_step_ms", "measured_at", "cached")
+    VERIFY_ONE_MS_FIELD_NUMBER: _ClassVar[int]
+    VERIFY_16_MS_FIELD_NUMBER: _ClassVar[int]
+    DRAFT_STEP_MS_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_AT_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    verify_one_ms: float
+    verify_16_ms: float
+    draft_step_ms: float
+    measured_at: str
+    cached: bool
+    def __init__(self, verify_one_ms: _Optional[float] = ..., verify_16_ms: _Optional[float] = ..., draft_step_ms: _Optional[float] = ..., measured_at: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...

@@ -56,7 +56,20 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"{stats.cache_documents} documents",
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
         f"{stats.prefills_ahead} ahead of the next request, {stats.prefills_ahead_used} of them used",
+        f"profile   {_profile(stats)}",
     ]
+
+
+def _profile(stats) -> str:
+    """The cost profile the trees follow, in words."""
+    if not stats.HasField("cost_profile"):
+        return "not timed yet (at the first completion or prefill)"
+    cost = stats.cost_profile
+    draft = f", a draft step {cost.draft_step_ms:.1f} ms" if cost.draft_step_ms else ""
+    kept = ("cached (`nestling profile` re-times it; the daemon reads it at start)" if cost.cached else
+            "timed while other processes kept the CPU busy: not cached, timed again at the next start")
+    return (f"a verify forward {cost.verify_one_ms:.0f} ms (one token) / {cost.verify_16_ms:.0f} ms (16 tokens){draft};"
+            f" timed {cost.measured_at or 'at an unknown time'}, {kept}")
 
 
 def _exactness(stats) -> str:

@@ -71,7 +71,8 @@ def final_chunk(result: CompletionResult) -> pb.CompleteChunk:
     return pb.CompleteChunk(done=True, items=items_to_proto(result), stats=stats_to_proto(result.stats))
 
 
-def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cache_limit: int) -> pb.GetStatsResponse:
+def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cache_limit: int,
+                   profile: dict | None = None) -> pb.GetStatsResponse:
     def percentiles(values: dict) -> pb.LatencyPercentiles:
         return pb.LatencyPercentiles(p50_ms=values["p50"], p95_ms=values["p95"], p99_ms=values["p99"])
 
@@ -83,4 +84,5 @@ def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cach
         cache_bytes=cache[0], cache_documents=cache[1], cache_limit_bytes=cache_limit,
         prefills=snapshot["prefills"], prefilled_tokens=snapshot["prefilled_tokens"],
         prefills_ahead=snapshot["prefills_ahead"], prefills_ahead_used=snapshot["prefills_ahead_used"],
-        exact_rows=described.get("exact_rows", 0), packed_weights=described.get("packed_weights", False))
+        exact_rows=described.get("exact_rows", 0), packed_weights=described.get("packed_weights", False),
+        cost_profile=pb.CostProfile(**profile) if profile else None)

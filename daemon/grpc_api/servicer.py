@@ -67,5 +67,6 @@ class CompletionServicer(pb_grpc.CompletionServicer):
                                                                        "head": ""}
         cache = daemon.service.sessions.snapshot if daemon.service else (0, 0)
         limit = daemon.service.sessions.limit_bytes if daemon.service else 0
-        return convert.stats_response(described, daemon.stats.snapshot(), cache, limit)
+        profile = daemon.runtime.profile_summary() if daemon.runtime else None
+        return convert.stats_response(described, daemon.stats.snapshot(), cache, limit, profile)
 

@@ -207,7 +207,7 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
 
     lines = describe(pb.GetStatsResponse(model="m", prefills=2, prefilled_tokens=900, prefills_ahead=7,
                                          prefills_ahead_used=3), "unix:/run/daemon.sock", 42)
-    assert lines[-1] == ("prefills  2 files prepared on opening, 900 prompt tokens; "
+    assert lines[-2] == ("prefills  2 files prepared on opening, 900 prompt tokens; "
                          "7 ahead of the next request, 3 of them used")
 
 
@@ -237,7 +237,24 @@ def test_stats_carry_the_runtime_exactness_and_packing():
     response = stats_response(described, snapshot, (0, 0), 0)
     assert response.exact_rows == 32 and response.packed_weights
     loading = stats_response({"model": "loading", "device": "", "dtype": "", "head": ""}, snapshot, (0, 0), 0)
-    assert loading.exact_rows == 0 and not loading.packed_weights
+    assert loading.exact_rows == 0 and not loading.packed_weights and not loading.HasField("cost_profile")
+
+
+def test_status_shows_the_cost_profile_and_whether_it_is_cached():
+    from nestling.daemon.cli.status import describe
+    from nestling.proto import completion_pb2 as pb
+
+    def profile_line(**profile):
+        stats = pb.GetStatsResponse(model="m", cost_profile=pb.CostProfile(**profile) if profile else None)
+        return describe(stats, "unix:/run/daemon.sock", None)[-1]
+
+    assert profile_line() == "profile   not timed yet (at the first completion or prefill)"
+    line = profile_line(verify_one_ms=59.3, verify_16_ms=92.7, draft_step_ms=6.31, measured_at="2026-12-06 10:20:00",
+                        cached=True)
+    assert line.startswith("profile   a verify forward 59 ms (one token) / 93 ms (16 tokens), a draft step 6.3 ms;"
+                           " timed 2026-12-06 10:20:00, cached")
+    busy = profile_line(verify_one_ms=16.2, verify_16_ms=200.0, measured_at="2026-12-04 09:00:00", cached=False)
+    assert "draft step" not in busy and "other processes kept the CPU busy: not cached" in busy
 
 
 def test_serve_flags_turn_off_the_prefill_ahead_and_the_hint():

@@ -203,6 +203,9 @@ def test_stats_report_the_model_and_latencies(daemon):
     assert stats.requests == before + 1 and stats.head == "test" and stats.device == "cpu"
     assert stats.dtype == "float32" and stats.exact_rows == 0 and not stats.packed_weights  # the tiny test model
     assert stats.time_to_first_token.p50_ms > 0 and stats.cache_documents > 0
+    profile = stats.cost_profile  # timed (or read) at the start: the daemon's own, in numbers
+    assert stats.HasField("cost_profile") and 0 < profile.verify_one_ms <= profile.verify_16_ms
+    assert profile.draft_step_ms >= 0 and profile.measured_at
 
 
 def test_non_loopback_tcp_is_refused_without_remote_and_token():
