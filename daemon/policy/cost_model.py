@@ -37,7 +37,7 @@ BUSY_ELSEWHERE_LIMIT = 0.25
 # one idle process disagreed with their 7-round checks by 7-16% (a one-token forward's median moves 56-74 ms between
 # passes there), so the limit is set above that noise: it catches a pass timed in another state, not the noise
 CHECK_SIZES = (1, 8, 16)
-CHECK_REPEATS = 5
+CHECK_REPEATS = 7  # as many rounds as the curve: the noise above was measured so
 CHECK_SPREAD = 1.25
 MEASURE_ATTEMPTS = 3  # curves measured at most, when their checks keep disagreeing
 
