@@ -4,6 +4,7 @@ draft model), device, dtype."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -11,6 +12,7 @@ from typing import Callable
 import torch
 
 from .context.syntax import Region
+from .log_levels import NOTICE
 from .modes import MODES
 from .models.eagle_head import EagleHead, head_from_target, load_head
 from .models.default_model import EMBEDDED_MODELS
@@ -18,7 +20,7 @@ from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
 from .models.row_invariance import attention_geometry, load_or_check, run_one_rows_as_two
 from .models.target import TargetModel, load_target
-from .policy.cost_model import CostProfile, load_or_measure
+from .policy.cost_model import CostProfile, file_stamp, load_or_measure, profile_path, reload_into
 from .policy.gate import DraftGate, GatedDrafter
 from .policy.shapes import REGION_SHAPES, ShapeTable, shaped_budget
 from .policy.sizing import LatencySizer
@@ -34,6 +36,7 @@ SHIPPED_HEADS_DIR = Path(__file__).parent / "models" / "heads"
 MAX_TREE_NODES = 128  # upper bound for latency-aware sizing
 DRAFT_MODEL = "model:"  # --head model:SPEC drafts with another model (any --model SPEC) sharing the tokenizer
 GATED_MODES = ("eagle-latency", "eagle-syntax", "spec")  # the modes that know the device's costs
+PROFILE_RELOAD_S = 5.0  # how often a running daemon looks for a cost profile `nestling profile` wrote meanwhile
 
 
 def shipped_head_for(model_name: str) -> Path | None:
@@ -52,6 +55,8 @@ class Runtime:
     draft_gate: bool = True  # latency-aware modes stop drafting while it loses on this device (policy/gate.py)
     draft_model: TargetModel | None = None  # a smaller model over the same tokens that drafts trees instead of a head
     _profile: CostProfile | None = None  # measured verification cost, loaded on first use
+    _profile_stamp: int | None = None  # when its cached file was written, as last read (ns; None: no file)
+    _profile_looked: float = 0.0  # time.monotonic() when the file was last looked at
 
     @property
     def tree_source(self) -> EagleHead | TargetModel | None:
@@ -66,9 +71,28 @@ class Runtime:
 
     @property
     def profile(self) -> CostProfile:
+        """The cost profile, measured or read on first use; re-read in place when `nestling profile` has written a
+        new one since (looked for at most every PROFILE_RELOAD_S)."""
         if self._profile is None:
             self._profile = load_or_measure(self.target, self.tree_source)
+            self._profile_stamp, self._profile_looked = file_stamp(self._profile.key), time.monotonic()
+        elif time.monotonic() - self._profile_looked >= PROFILE_RELOAD_S:
+            self._look_for_new_profile()
         return self._profile
+
+    def _look_for_new_profile(self) -> None:
+        self._profile_looked = time.monotonic()
+        stamp = file_stamp(self._profile.key)
+        if stamp is None or stamp == self._profile_stamp:
+            return
+        self._profile_stamp = stamp  # read once, whatever it holds: a bad file is not retried every step
+        if reload_into(self._profile):
+            log.log(NOTICE, "read the cost profile timed at %s (a verify forward %.0f ms for one token, %.0f ms "
+                    "for 16)", self._profile.measured.get("at", "?"), self._profile.verify_cost(1),
+                    self._profile.verify_cost(16))
+        else:
+            log.warning("the cost profile at %s could not be read: keeping the one in use",
+                        profile_path(self._profile.key))
 
     def profile_summary(self) -> dict | None:
         """The cost profile in a few numbers (None until it has been timed or read: never measures)."""

@@ -1,5 +1,9 @@
 """Runtime.engine(): which drafter each mode gets, the draft gate included; a draft model in the head's place."""
 
+import logging
+import os
+import time
+
 import pytest
 
 from nestling.daemon import runtime as runtime_module
@@ -118,3 +122,37 @@ def test_a_model_without_a_shipped_head_drafts_with_its_embedded_sibling(tmp_pat
                           draft_model=str(tmp_path / "gone"))
     monkeypatch.setattr(runtime_module, "EMBEDDED_MODELS", {target.name: entry})
     assert resolve_head(target, None, progress=False)[1] == "untrained"  # a sibling that fails to load: a warning
+
+
+def test_a_profile_written_while_the_daemon_runs_is_read_in_place(monkeypatch, tmp_path, caplog):
+    """`nestling profile` while the daemon serves: the daemon's engines, gates and sizers use the new curve from
+    their next step; an unreadable file keeps the curve in use (and is not read again until it changes)."""
+    from nestling.daemon.policy import cost_model
+
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / f"{key}.json")
+    monkeypatch.setattr(cost_model, "measure", lambda target, head, progress=None: CostProfile(
+        profile_key(target, head), 300, {1: 100.0, 16: 150.0, 128: 500.0}, 10.0, {"at": "first"}))
+    rt = runtime()
+    rt._profile = None
+    first = rt.profile
+    path = tmp_path / f"{first.key}.json"
+    assert path.is_file() and first.measured["at"] == "first"
+    gate_share = rt.engine("spec").make_drafter().plain_share  # bound to the profile when the engine was made
+    monkeypatch.setattr(runtime_module, "PROFILE_RELOAD_S", 0.0)
+    assert rt.profile is first and first.verify_cost(16) == 150.0  # the file is unchanged: nothing read
+
+    CostProfile(first.key, 300, {1: 60.0, 16: 90.0, 128: 400.0}, 6.0, {"at": "second"}).save(path)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))  # a later write, even on a coarse clock
+    assert rt.profile is first and first.verify_cost(16) == 90.0 and first.draft_step_ms == 6.0
+    assert gate_share(16) == 60.0 / 90.0 and "read the cost profile timed at second" in caplog.text
+    assert rt.budget_for("eagle-latency").sizer.verify_ms[0] == 60.0  # sizers made from now on too
+
+    path.write_text("{not json")
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    assert rt.profile is first and first.verify_cost(16) == 90.0 and "could not be read" in caplog.text
+    caplog.clear()
+    assert rt.profile is first and "could not be read" not in caplog.text  # not retried until it changes again
+    CostProfile("another key", 300, {1: 1.0}, 1.0, {}).save(path)
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 3 * 10**9))
+    assert rt.profile.verify_cost(16) == 90.0 and "could not be read" in caplog.text  # another model's: not taken

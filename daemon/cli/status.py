@@ -66,7 +66,7 @@ def _profile(stats) -> str:
         return "not timed yet (at the first completion or prefill)"
     cost = stats.cost_profile
     draft = f", a draft step {cost.draft_step_ms:.1f} ms" if cost.draft_step_ms else ""
-    kept = ("cached (`nestling profile` re-times it; the daemon reads it at start)" if cost.cached else
+    kept = ("cached (`nestling profile` re-times it; the daemon takes the new one within seconds)" if cost.cached else
             "timed while other processes kept the CPU busy: not cached, timed again at the next start")
     return (f"a verify forward {cost.verify_one_ms:.0f} ms (one token) / {cost.verify_16_ms:.0f} ms (16 tokens){draft};"
             f" timed {cost.measured_at or 'at an unknown time'}, {kept}")

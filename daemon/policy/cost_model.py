@@ -294,6 +294,29 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
     return profile
 
 
+def file_stamp(key: str) -> int | None:
+    """When the cached profile for `key` was last written (ns; None: there is none)."""
+    try:
+        return profile_path(key).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def reload_into(profile: CostProfile) -> bool:
+    """Give `profile` the numbers of its cached file in place (one `nestling profile` wrote since it was read), so
+    every engine, gate and sizer holding it uses them from its next step. False, and `profile` unchanged, when the
+    file is missing, unreadable or for another key."""
+    try:
+        fresh = CostProfile.load(profile_path(profile.key))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if fresh.key != profile.key or not fresh.verify_ms:
+        return False
+    profile.context_tokens, profile.verify_ms = fresh.context_tokens, fresh.verify_ms
+    profile.draft_step_ms, profile.measured = fresh.draft_step_ms, fresh.measured
+    return True
+
+
 def measured_busy(profile: CostProfile) -> bool:
     """Whether other processes took more than BUSY_ELSEWHERE_LIMIT of the CPUs while it was measured."""
     return (profile.measured.get("busy_elsewhere") or 0.0) > BUSY_ELSEWHERE_LIMIT
