@@ -95,12 +95,13 @@ class Runtime:
                         profile_path(self._profile.key))
 
     def profile_summary(self) -> dict | None:
-        """The cost profile in a few numbers (None until it has been timed or read: never measures)."""
+        """The cost profile in a few numbers, a newer file taken first (None until it has been timed or read: never
+        measures)."""
         from .policy.cost_model import measured_busy
 
-        profile = self._profile
-        if profile is None:
+        if self._profile is None:
             return None
+        profile = self.profile
         return {"verify_one_ms": profile.verify_cost(1), "verify_16_ms": profile.verify_cost(16),
                 "draft_step_ms": profile.draft_step_ms, "measured_at": profile.measured.get("at", ""),
                 "cached": not measured_busy(profile)}
