@@ -46,7 +46,10 @@ def run(args) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     check_sampling_flags(args)
-    text = args.file.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = args.file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:  # missing, a folder, unreadable: said before any model loads
+        raise ValueError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target

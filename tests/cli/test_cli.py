@@ -64,6 +64,12 @@ def test_bad_positions_are_clear_errors(model_dir, source, line, col, message):
     assert result.returncode == 2 and message in result.stderr
 
 
+def test_a_file_that_cannot_be_read_is_a_clear_error(model_dir, tmp_path):
+    for path, says in ((tmp_path / "absent.py", "No such file or directory"), (tmp_path, "Is a directory")):
+        result = nestling("complete", path, "--line", 1, "--col", 1, "--model", model_dir)
+        assert result.returncode == 2 and f"error: cannot read {path}: {says}" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("flags,message", [(["--temperature", "nan"], "--temperature >= 0"),
                                            (["--device", "bogus"], "'bogus' is not a device name")])
 def test_bad_sampling_and_device_flags_are_clear_errors(model_dir, source, flags, message):
