@@ -283,7 +283,7 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a corrupt profile is simply measured again
     log.log(NOTICE, "timing verify forwards and a draft step on this device (once per model, device and library "
-            "versions; ~15 s for the default model on a 2-core CPU)")
+            "versions; ~20 s for the default model on a 2-core CPU)")
     profile = measure_consistent(target, head, progress=progress)
     if measured_busy(profile):
         log.warning("other processes kept %.0f%% of the CPU busy while the verification cost was measured: the "
