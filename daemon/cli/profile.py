@@ -50,6 +50,16 @@ def plot_curve(profile, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _cached(path: Path):
+    """The profile cached at `path` before this measurement, or None (none, or unreadable)."""
+    from ..policy.cost_model import CostProfile
+
+    try:
+        return CostProfile.load(path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def run(args) -> int:
     from tqdm import tqdm
 
@@ -72,6 +82,7 @@ def run(args) -> int:
         profile = measure_consistent(runtime.target, runtime.tree_source, context_tokens=args.context,
                                      sizes=VERIFY_SIZES, repeats=args.repeats, progress=bar.update, on_retry=again)
     path = profile_path(profile.key)
+    previous = _cached(path)
     profile.save(path)
     if measured_busy(profile):
         print(f"warning: other processes kept {profile.measured['busy_elsewhere']:.0%} of the CPU busy while measuring;"
@@ -89,11 +100,15 @@ def run(args) -> int:
                           "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
                           "check_ms": profile.measured["check_ms"], "check_spread": round(spread, 4),
                           "attempt": profile.measured["attempt"],
+                          "previous_verify_ms": previous.verify_ms if previous is not None else None,
                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
         return 0
     print(f"{runtime.summary()}; context {args.context}, saved to {path}")
     print("W:  " + "".join(f"{w:>8}" for w in profile.verify_ms))
     print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))
+    if previous is not None:  # the curve this one replaces, at the same sizes
+        print("was:" + "".join(f"{previous.verify_cost(w):>8.1f}" for w in profile.verify_ms)
+              + f"   (timed {previous.measured.get('at', 'at an unknown time')})")
     print(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a "
           f"one-token verify forward)")
     print(f"check: {', '.join(f'W={w} {t:.1f} ms' for w, t in profile.measured['check_ms'].items())} in a second pass "

@@ -338,3 +338,10 @@ def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
     assert set(report["check_ms"]) == {"1", "8", "16"} and report["check_spread"] >= 1.0
     costs = [report["verify_ms"][w] for w in sorted(report["verify_ms"], key=int)]
     assert costs == sorted(costs) and costs[0] > 0
+    again = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
+                     "--repeats", 2, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["previous_verify_ms"] == report["verify_ms"]  # the curve it replaced, shown
+    shown = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
+                     "--repeats", 1)
+    assert shown.returncode == 0 and "\nwas: " in shown.stdout, shown.stderr
