@@ -94,23 +94,28 @@ def run(args) -> int:
               f"curve by {spread - 1:.0%} in every attempt); measure again when the machine is idle", file=sys.stderr)
     if args.plot:
         plot_curve(profile, args.plot)
-    if args.json:
-        print(json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights,
-                          "exact_rows": runtime.target.exact_rows,
-                          "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
-                          "check_ms": profile.measured["check_ms"], "check_spread": round(spread, 4),
-                          "attempt": profile.measured["attempt"],
-                          "previous_verify_ms": previous.verify_ms if previous is not None else None,
-                          "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)}))
-        return 0
-    print(f"{runtime.summary()}; context {args.context}, saved to {path}")
-    print("W:  " + "".join(f"{w:>8}" for w in profile.verify_ms))
-    print("ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values()))
-    if previous is not None:  # the curve this one replaces, at the same sizes
-        print("was:" + "".join(f"{previous.verify_cost(w):>8.1f}" for w in profile.verify_ms)
-              + f"   (timed {previous.measured.get('at', 'at an unknown time')})")
-    print(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a "
-          f"one-token verify forward)")
-    print(f"check: {', '.join(f'W={w} {t:.1f} ms' for w, t in profile.measured['check_ms'].items())} in a second pass "
-          f"({spread - 1:.0%} apart in shape; attempt {profile.measured['attempt']})")
+    print(_report(args, runtime, profile, path, previous, spread))
     return 0
+
+
+def _report(args, runtime, profile, path: Path, previous, spread: float) -> str:
+    """What `nestling profile` prints: JSON with --json, else the curve (and the one it replaces) in words."""
+    if args.json:
+        return json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights,
+                           "exact_rows": runtime.target.exact_rows,
+                           "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
+                           "check_ms": profile.measured["check_ms"], "check_spread": round(spread, 4),
+                           "attempt": profile.measured["attempt"],
+                           "previous_verify_ms": previous.verify_ms if previous is not None else None,
+                           "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)})
+    lines = [f"{runtime.summary()}; context {args.context}, saved to {path}",
+             "W:  " + "".join(f"{w:>8}" for w in profile.verify_ms),
+             "ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values())]
+    if previous is not None:  # the curve this one replaces, at the same sizes
+        lines.append("was:" + "".join(f"{previous.verify_cost(w):>8.1f}" for w in profile.verify_ms)
+                     + f"   (timed {previous.measured.get('at', 'at an unknown time')})")
+    lines.append(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} "
+                 "of a one-token verify forward)")
+    lines.append(f"check: {', '.join(f'W={w} {t:.1f} ms' for w, t in profile.measured['check_ms'].items())} in a "
+                 f"second pass ({spread - 1:.0%} apart in shape; attempt {profile.measured['attempt']})")
+    return "\n".join(lines)
