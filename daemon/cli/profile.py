@@ -50,21 +50,11 @@ def plot_curve(profile, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def _cached(path: Path):
-    """The profile cached at `path` before this measurement, or None (none, or unreadable)."""
-    from ..policy.cost_model import CostProfile
-
-    try:
-        return CostProfile.load(path)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..policy.cost_model import (CHECK_SPREAD, VERIFY_SIZES, check_spread, measure_consistent, measured_busy,
-                                     profile_path)
+    from ..policy.cost_model import (CHECK_SPREAD, VERIFY_SIZES, CostProfile, check_spread, measure_consistent,
+                                     measured_busy, profile_path)
     from ..runtime import load_runtime
 
     from .bench import check_outputs
@@ -82,7 +72,7 @@ def run(args) -> int:
         profile = measure_consistent(runtime.target, runtime.tree_source, context_tokens=args.context,
                                      sizes=VERIFY_SIZES, repeats=args.repeats, progress=bar.update, on_retry=again)
     path = profile_path(profile.key)
-    previous = _cached(path)
+    previous = CostProfile.read(path)  # the curve this one replaces, shown beside it
     profile.save(path)
     if measured_busy(profile):
         print(f"warning: other processes kept {profile.measured['busy_elsewhere']:.0%} of the CPU busy while measuring;"

@@ -77,6 +77,14 @@ class CostProfile:
         data["verify_ms"] = {int(k): float(v) for k, v in data["verify_ms"].items()}
         return cls(**data)
 
+    @classmethod
+    def read(cls, path: Path) -> "CostProfile | None":
+        """The profile cached at `path`, or None where there is none or it cannot be read (corrupt, old layout)."""
+        try:
+            return cls.load(path)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
 
 def profile_key(target, head) -> str:
     """`head`: the tree drafter's model, an EagleHead or a draft TargetModel (or None)."""
@@ -277,11 +285,9 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
     """The cached profile for this target/head/device, measuring it on first use."""
     key = profile_key(target, head)
     path = profile_path(key)
-    if path.is_file():
-        try:
-            return CostProfile.load(path)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a corrupt profile is simply measured again
+    cached = CostProfile.read(path)
+    if cached is not None:
+        return cached  # a corrupt one is simply measured again
     log.log(NOTICE, "timing verify forwards and a draft step on this device (once per model, device and library "
             "versions; ~20 s for the default model on a 2-core CPU)")
     profile = measure_consistent(target, head, progress=progress)
@@ -306,14 +312,10 @@ def reload_into(profile: CostProfile) -> bool:
     """Give `profile` the numbers of its cached file in place (one `nestling profile` wrote since it was read), so
     every engine, gate and sizer holding it uses them from its next step. False, and `profile` unchanged, when the
     file is missing, unreadable or for another key."""
-    try:
-        fresh = CostProfile.load(profile_path(profile.key))
-    except (OSError, ValueError, KeyError, TypeError):
+    fresh = CostProfile.read(profile_path(profile.key))
+    if fresh is None or fresh.key != profile.key or not fresh.verify_ms:
         return False
-    if fresh.key != profile.key or not fresh.verify_ms:
-        return False
-    profile.context_tokens, profile.verify_ms = fresh.context_tokens, fresh.verify_ms
-    profile.draft_step_ms, profile.measured = fresh.draft_step_ms, fresh.measured
+    vars(profile).update(vars(fresh))  # every field, whatever fields the profile gains
     return True
 
 

@@ -190,3 +190,14 @@ def test_load_or_measure_keeps_a_checked_curve(monkeypatch, tmp_path):
     monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / f"{key}.json")
     assert cost_model.load_or_measure(None, None).verify_ms[1] == 60.0
     assert cost_model.CostProfile.load(tmp_path / "k.json").verify_ms[1] == 60.0  # the second curve is the one kept
+
+
+def test_a_cached_profile_that_cannot_be_read_reads_as_none(tmp_path):
+    path = tmp_path / "p.json"
+    assert cost_model.CostProfile.read(path) is None  # none cached
+    path.write_text("{not json")
+    assert cost_model.CostProfile.read(path) is None
+    path.write_text('{"key": "k", "verify_ms": {"1": 5.0}}')  # an older layout, fields missing
+    assert cost_model.CostProfile.read(path) is None
+    _profile({1: 60.0, 16: 90.0}, {1: 60.0}).save(path)
+    assert cost_model.CostProfile.read(path).verify_ms == {1: 60.0, 16: 90.0}
