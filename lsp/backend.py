@@ -13,6 +13,7 @@ from typing import Callable
 
 import grpc
 
+from ..daemon.code_stamp import stale_daemon_notice
 from ..daemon.grpc_api.client import AsyncClient, full_text_request, prefill_request, target_for, user_daemon
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,16 @@ class DaemonBackend:
                 f"it started but does not answer at {self.target}"
             raise BackendError(f"could not start the nestling daemon: {reason}")
 
+    async def stale_notice(self) -> str | None:
+        """What to tell the user when the daemon runs other code than this process (started before an upgrade):
+        None when it runs the same, or cannot say."""
+        try:
+            stats = await self.client.stats()
+        except grpc.aio.AioRpcError as exc:
+            log.info("no stats from the daemon: %s", exc)
+            return None
+        return stale_daemon_notice(stats.code_stamp)
+
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
         request = full_text_request(query.uri, query.text, query.cursor, query.language_id,
                                     max_tokens=query.max_tokens, line_mode=LINE_MODE_CODES[query.line_mode],
@@ -155,6 +166,9 @@ class EmbeddedBackend:
         if self._loading is None:
             self._loading = asyncio.ensure_future(self._load(progress))
         await asyncio.shield(self._loading)
+
+    async def stale_notice(self) -> str | None:
+        return None  # the engine runs in this process: its code is this process's
 
     async def _load(self, progress: Progress | None) -> None:
         from ..daemon.service.completion import CompletionService

@@ -160,6 +160,10 @@ async def _warm_up(ls: NestlingLanguageServer) -> None:
         await ls.backend.ensure_ready(ls.progress())
     except BackendError as exc:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
+        return
+    notice = await ls.backend.stale_notice()
+    if notice:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"nestling: {notice}"))
 
 
 async def _prefill(ls: NestlingLanguageServer, opened: Opened) -> None:

@@ -10,6 +10,9 @@ from ..context.fim import build_fim_prompt, split_at
 from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
 from ..modes import MODE_HELP, MODES
+from .status import add_daemon_options
+
+LINE_MODES = ("auto", "single", "multi")
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -27,6 +30,13 @@ def add_parser(sub, add_model_options) -> None:
                         "(float32; bfloat16: up to rounding)")
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object: text and stats")
+    p.add_argument("--daemon", action="store_true",
+                   help="ask the running daemon (`nestling serve`) instead of loading the model here: the completion "
+                        "an editor gets there (the daemon's prompt budget and post-processing), without the seconds a "
+                        "model load takes")
+    p.add_argument("--line-mode", choices=LINE_MODES, default="auto",
+                   help="with --daemon: complete one line, several, or decide from the syntax (default auto)")
+    add_daemon_options(p, "with --daemon: ")
     add_model_options(p)
 
 
@@ -39,10 +49,6 @@ def check_sampling_flags(args) -> None:
 
 
 def run(args) -> int:
-    from ..runtime import load_runtime
-    from ..speculative.accept import Sampling
-    from ..speculative.engine import StopRule
-
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     check_sampling_flags(args)
@@ -51,6 +57,19 @@ def run(args) -> int:
     except OSError as exc:  # missing, a folder, unreadable: said before any model loads
         raise ValueError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
+    if args.daemon:
+        return complete_on_daemon(args, text, len(prefix))
+    if args.socket or args.tcp or args.token or args.line_mode != "auto":
+        raise ValueError("--socket, --tcp, --token and --line-mode go with --daemon")
+    return complete_here(args, text, prefix, suffix)
+
+
+def complete_here(args, text: str, prefix: str, suffix: str) -> int:
+    """The completion between `prefix` and `suffix` from the model loaded in this process, text then stats."""
+    from ..runtime import load_runtime  # torch and the model: not for --daemon
+    from ..speculative.accept import Sampling
+    from ..speculative.engine import StopRule
+
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=args.file.name)
@@ -76,3 +95,61 @@ def run(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def complete_on_daemon(args, text: str, cursor: int) -> int:
+    """The completion at `cursor` (code points into `text`) from the running daemon, printed as run() prints its own."""
+    import grpc
+
+    from ...proto import completion_pb2 as pb
+    from ..code_stamp import stale_daemon_notice
+    from ..grpc_api.client import Client, user_daemon
+    from .status import as_dict
+
+    request = daemon_request(args, text, cursor)
+    address, token = user_daemon(args.socket, args.tcp, args.token)
+    with Client(address, token) as client:
+        if not client.serving():
+            raise ValueError(f"no nestling daemon serving at {address}: start one with `nestling serve --detach`, or "
+                             "drop --daemon to load the model here")
+        try:
+            response = client.complete(request, timeout=600)
+            notice = stale_daemon_notice(client.stats().code_stamp)
+        except grpc.RpcError as exc:  # UNAUTHENTICATED, INVALID_ARGUMENT, ...
+            raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
+    item, stats = response.items[0] if response.items else pb.CompletionItem(), response.stats
+    if args.json:
+        print(json.dumps({"text": item.text, "replaces": as_dict(item.replaces), "mode": stats.mode,
+                          "region": stats.region, "daemon": address, "stats": as_dict(stats)}), flush=True)
+    else:
+        sys.stdout.write(item.text + "\n")
+        sys.stdout.flush()  # the text before what stderr says of it
+    if notice:
+        print(f"nestling complete: warning: {notice}", file=sys.stderr)
+    if args.json:
+        return 0
+    print(f"-- {stats.tokens} tokens, mode {stats.mode}, tau {stats.tau:.2f}, {stats.prompt_tokens} prompt tokens "
+          f"({stats.reused_prefix_tokens} reused), first token {stats.time_to_first_token_ms:.0f} ms, total "
+          f"{stats.total_ms:.0f} ms (queued {stats.queue_ms:.0f}), stop: {stats.stop_reason}, region {stats.region}; "
+          f"daemon at {address}", file=sys.stderr)
+    return 0
+
+
+def daemon_request(args, text: str, cursor: int):
+    """The daemon's CompleteRequest for complete's flags; ValueError for flags the daemon cannot take."""
+    from ...proto import completion_pb2 as pb
+    from ..grpc_api.client import full_text_request
+
+    given = [f"--{name}" for name in ("model", "head", "device", "dtype") if getattr(args, name) is not None]
+    if given:
+        raise ValueError(f"--daemon completes with the daemon's model and head: drop {', '.join(given)} "
+                         "(`nestling status` shows what it runs)")
+    if args.mode not in ("spec", "ar"):
+        raise ValueError(f"--daemon decodes with --mode spec or ar, not {args.mode}")
+    if args.seed == 0:
+        raise ValueError("--seed 0 reads as unseeded over --daemon: give another seed")
+    line_mode = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "multi": pb.LINE_MODE_MULTI}[args.line_mode]
+    mode = pb.DECODING_MODE_AUTOREGRESSIVE if args.mode == "ar" else pb.DECODING_MODE_SPECULATIVE
+    return full_text_request(args.file.resolve().as_uri(), text, cursor, max_tokens=args.max_tokens,
+                             temperature=args.temperature, top_p=args.top_p, seed=args.seed or 0, stop=args.stop,
+                             line_mode=line_mode, mode=mode)

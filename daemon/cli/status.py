@@ -7,10 +7,15 @@ import json
 
 def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("status", help="show whether the daemon is serving, its model and its latency so far")
-    p.add_argument("--socket", help="the daemon's socket (default: the configured one)")
-    p.add_argument("--tcp", help="the daemon's HOST:PORT instead of the socket")
-    p.add_argument("--token", help="bearer token, if the daemon requires one (default: the configured one)")
+    add_daemon_options(p)
     p.add_argument("--json", action="store_true", help="print the daemon's stats as JSON")
+
+
+def add_daemon_options(p, lead: str = "") -> None:
+    """--socket, --tcp and --token: which daemon to ask (`lead` starts each help text)."""
+    p.add_argument("--socket", help=f"{lead}the daemon's socket (default: the configured one)")
+    p.add_argument("--tcp", help=f"{lead}the daemon's HOST:PORT instead of the socket")
+    p.add_argument("--token", help=f"{lead}bearer token, if the daemon requires one (default: the configured one)")
 
 
 def run(args) -> int:
@@ -30,7 +35,9 @@ def run(args) -> int:
         except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
             raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
     if args.json:
-        print(json.dumps(as_dict(stats), indent=2))
+        from ..code_stamp import code_stamp
+
+        print(json.dumps({**as_dict(stats), "installed_code_stamp": code_stamp()}, indent=2))
         return 0
     try:
         pid = DaemonLock(runtime_dir()).holder() if not args.socket and not args.tcp else None
@@ -38,6 +45,14 @@ def run(args) -> int:
         pid = None
     print("\n".join(describe(stats, address, pid)))
     return 0
+
+
+def code_line(daemon_stamp: str) -> str:
+    """The daemon's code stamp, and whether it is the code installed now (daemon/code_stamp.py)."""
+    from ..code_stamp import stale_daemon_notice
+
+    notice = stale_daemon_notice(daemon_stamp)
+    return f"code      {daemon_stamp}: the code installed now" if notice is None else f"code      {notice}"
 
 
 def describe(stats, address: str, pid: int | None) -> list[str]:
@@ -57,6 +72,7 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
         f"{stats.prefills_ahead} ahead of the next request, {stats.prefills_ahead_used} of them used",
         f"profile   {_profile(stats)}",
+        code_line(stats.code_stamp),
     ]
 
 

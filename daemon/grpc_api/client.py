@@ -116,6 +116,9 @@ class AsyncClient:
     async def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
         return await self.stub.Complete(request, timeout=timeout, metadata=self.metadata)
 
+    async def stats(self, timeout: float = 5.0) -> pb.GetStatsResponse:
+        return await self.stub.GetStats(pb.GetStatsRequest(), timeout=timeout, metadata=self.metadata)
+
     async def prefill(self, request: pb.PrefillRequest, timeout: float | None = None) -> pb.PrefillResponse:
         """Waits (within `timeout`) for the channel to connect rather than failing at once while it retries."""
         return await self.stub.Prefill(request, timeout=timeout, metadata=self.metadata, wait_for_ready=True)

@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
+from ..code_stamp import code_stamp as current_code_stamp
 from ..log_levels import NOTICE
 from ..service.completion import CompletionService
 from ..service.config import ServiceConfig, runtime_dir
@@ -41,6 +42,7 @@ class Daemon:
     runtime: object | None = None
     service: CompletionService | None = None
     worker: ModelWorker | None = None
+    code_stamp: str = field(default_factory=current_code_stamp)  # the code it started with (its files may change)
 
 
 def secure_folder(folder: Path) -> None:
@@ -86,8 +88,8 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-        log.log(NOTICE, "nestling daemon listening on unix:%s%s; loading the model", socket_path,
-                f" and {config.tcp}" if tcp else "")
+        log.log(NOTICE, "nestling daemon (%s) listening on unix:%s%s; loading the model", daemon.code_stamp,
+                socket_path, f" and {config.tcp}" if tcp else "")
         loading = asyncio.ensure_future(asyncio.to_thread(_load, daemon, load_runtime))
         waiter = asyncio.ensure_future(stop.wait())
         await asyncio.wait({loading, waiter}, return_when=asyncio.FIRST_COMPLETED)

@@ -213,8 +213,9 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
 
     lines = describe(pb.GetStatsResponse(model="m", prefills=2, prefilled_tokens=900, prefills_ahead=7,
                                          prefills_ahead_used=3), "unix:/run/daemon.sock", 42)
-    assert lines[-2] == ("prefills  2 files prepared on opening, 900 prompt tokens; "
-                         "7 ahead of the next request, 3 of them used")
+    prefills = next(line for line in lines if line.startswith("prefills"))
+    assert prefills == ("prefills  2 files prepared on opening, 900 prompt tokens; "
+                        "7 ahead of the next request, 3 of them used")
 
 
 @pytest.mark.parametrize("fields, says", [
@@ -252,7 +253,7 @@ def test_status_shows_the_cost_profile_and_whether_it_is_cached():
 
     def profile_line(**profile):
         stats = pb.GetStatsResponse(model="m", cost_profile=pb.CostProfile(**profile) if profile else None)
-        return describe(stats, "unix:/run/daemon.sock", None)[-1]
+        return next(line for line in describe(stats, "unix:/run/daemon.sock", None) if line.startswith("profile"))
 
     assert profile_line() == "profile   not timed yet (at the first completion or prefill)"
     line = profile_line(verify_one_ms=59.3, verify_16_ms=92.7, draft_step_ms=6.31, measured_at="2026-12-06 10:20:00",
@@ -261,6 +262,20 @@ def test_status_shows_the_cost_profile_and_whether_it_is_cached():
                            " timed 2026-12-06 10:20:00, cached")
     busy = profile_line(verify_one_ms=16.2, verify_16_ms=200.0, measured_at="2026-12-04 09:00:00", cached=False)
     assert "draft step" not in busy and "other processes kept the CPU busy: not cached" in busy
+
+
+def test_status_says_whether_the_daemon_runs_the_code_installed_now():
+    from nestling.daemon.cli.status import describe
+    from nestling.daemon.code_stamp import code_stamp
+    from nestling.proto import completion_pb2 as pb
+
+    def code_line(stamp):
+        return describe(pb.GetStatsResponse(model="m", code_stamp=stamp), "unix:/run/daemon.sock", None)[-1]
+
+    assert code_line(code_stamp()) == f"code      {code_stamp()}: the code installed now"
+    stale = code_line("0.0.1+000000000000")
+    assert stale.startswith("code      the nestling daemon runs code 0.0.1+000000000000, not the code installed now")
+    assert "restart it" in stale
 
 
 def test_serve_flags_turn_off_the_prefill_ahead_and_the_hint():

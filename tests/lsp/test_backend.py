@@ -5,6 +5,7 @@ import asyncio
 import pytest
 
 from conftest import MODEL
+from daemons import start_daemon, stop_daemon
 from nestling.daemon.models.target import load_target
 from nestling.daemon.runtime import Runtime
 from nestling.daemon.speculative.drafter import TreeBudget
@@ -111,3 +112,26 @@ def test_the_embedded_engine_runs_with_the_config_files_settings_under_the_flags
     load, _ = _embedded_engine(flags)
     with pytest.raises(ValueError, match="setting mode must be one of"):
         load()
+
+
+def test_the_daemon_backend_says_when_the_daemon_runs_other_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    running = start_daemon(tmp_path, MODEL)
+
+    async def notices():
+        backend = DaemonBackend(str(running.config.socket_path), None, None, auto_start=False)
+        try:
+            await backend.ensure_ready()
+            same = await backend.stale_notice()
+            running.daemon.code_stamp = "0.0.1+000000000000"  # as a daemon started before an upgrade
+            return same, await backend.stale_notice()
+        finally:
+            await backend.close()
+
+    try:
+        same, other = asyncio.run(notices())
+    finally:
+        stop_daemon(running)
+    assert same is None
+    assert "runs code 0.0.1+000000000000" in other and "restart it" in other
+    assert asyncio.run(EmbeddedBackend(tiny_runtime).stale_notice()) is None  # the engine runs this process's code

@@ -68,6 +68,9 @@ async def test_the_daemon_is_started_on_demand_with_progress(client: LanguageCli
     assert socket.exists() and (socket.stat().st_mode & 0o777) == 0o600
     progress = [str(v) for values in client.progress_reports.values() for v in values]
     assert any("daemon" in p or "model" in p for p in progress), progress
+    # the daemon it started runs the code installed now: no notice to restart it (tests/lsp/test_backend.py: one that
+    # does not gets one)
+    assert not [m for m in client.messages if "restart" in m.message], client.messages
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -1,0 +1,78 @@
+"""`nestling complete --daemon`: the completion from the running daemon (a real one on a tiny model), printed as the
+in-process command prints its own, and clear errors where the daemon cannot answer."""
+
+import json
+
+import pytest
+
+from nestling.daemon.cli.main import main
+from nestling.daemon.code_stamp import code_stamp
+from nestling.daemon.grpc_api.client import full_text_request
+from nestling.proto import completion_pb2 as pb
+
+SOURCE = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    \n"
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "calc.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def complete(capsys, *args) -> tuple[int, str, str]:
+    code = main(["complete", *map(str, args)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemon, source, capsys):
+    socket = daemon.config.socket_path
+    code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
+                              "--max-tokens", 8, "--line-mode", "multi", "--json")
+    assert code == 0, err
+    reply = json.loads(out)
+    direct = daemon.client.complete(full_text_request(source.resolve().as_uri(), SOURCE, SOURCE.index("\n    \n") + 5,
+                                                      max_tokens=8, line_mode=pb.LINE_MODE_MULTI))
+    assert reply["text"] == direct.items[0].text and reply["text"]
+    assert reply["daemon"] == f"unix:{socket}" and reply["mode"] == "spec" and reply["stats"]["tokens"] == 8
+    assert reply["stats"]["reused_prefix_tokens"] == 0 and direct.stats.reused_prefix_tokens > 0  # the same document
+
+    code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
+                              "--max-tokens", 8, "--line-mode", "multi", "--mode", "ar")
+    assert code == 0, err
+    assert out == reply["text"] + "\n"  # plain decoding writes the same text
+    assert err.startswith("-- 8 tokens, mode ar, tau 1.00") and f"daemon at unix:{socket}" in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model", "x"], "drop --model"),
+    (["--mode", "lookup"], "--mode spec or ar, not lookup"),
+    (["--seed", "0", "--temperature", "0.5"], "--seed 0 reads as unseeded"),
+])
+def test_settings_the_daemon_cannot_take_are_refused_before_asking_it(daemon, source, capsys, flags, message):
+    code, _, err = complete(capsys, source, "--line", 1, "--col", 1, "--daemon", "--socket", daemon.config.socket_path,
+                            *flags)
+    assert code == 2 and message in err
+
+
+def test_no_daemon_and_daemon_flags_without_daemon_are_clear_errors(source, tmp_path, capsys):
+    code, _, err = complete(capsys, source, "--line", 1, "--col", 1, "--daemon", "--socket", tmp_path / "none.sock")
+    assert code == 2 and f"no nestling daemon serving at unix:{tmp_path / 'none.sock'}" in err
+    assert "drop --daemon to load the model here" in err
+    code, _, err = complete(capsys, source, "--line", 1, "--col", 1, "--socket", tmp_path / "none.sock")
+    assert code == 2 and "go with --daemon" in err
+
+
+def test_a_daemon_running_other_code_answers_with_a_warning_to_restart_it(daemon, source, capsys):
+    assert daemon.client.stats().code_stamp == code_stamp()  # started in this process: the code installed now
+    args = (source, "--line", 6, "--col", 5, "--daemon", "--socket", daemon.config.socket_path, "--max-tokens", 2)
+    code, _, err = complete(capsys, *args)
+    assert code == 0 and "warning" not in err
+    daemon.daemon.code_stamp = "0.0.1+000000000000"  # as a daemon started before an upgrade
+    try:
+        code, out, err = complete(capsys, *args)
+    finally:
+        daemon.daemon.code_stamp = code_stamp()
+    assert code == 0 and out.strip()
+    assert "warning: the nestling daemon runs code 0.0.1+000000000000" in err and "nestling serve --stop" in err
