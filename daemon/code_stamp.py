@@ -49,5 +49,5 @@ def stale_daemon_notice(daemon_stamp: str) -> str | None:
         return None
     runs = f"code {daemon_stamp}" if daemon_stamp else "older code"
     return (f"the nestling daemon runs {runs}, not the code installed now ({code_stamp()}): restart it to use the "
-            "installed code (`nestling serve --stop`, then `nestling serve --detach`; an editor starts it again "
+            "installed code (`nestling serve --restart`; or `nestling serve --stop`, and an editor starts it again "
             "by itself)")

@@ -65,5 +65,5 @@ def test_a_daemon_with_another_stamp_gets_a_notice_to_restart_it():
     assert stamps.stale_daemon_notice(stamps.code_stamp()) is None
     notice = stamps.stale_daemon_notice("0.0.1+000000000000")
     assert "runs code 0.0.1+000000000000" in notice and stamps.code_stamp() in notice
-    assert "nestling serve --stop" in notice
+    assert "nestling serve --restart" in notice
     assert "runs older code" in stamps.stale_daemon_notice("")  # a daemon from before stamps

@@ -54,8 +54,12 @@ def add_parser(sub, add_model_options) -> None:
     background.add_argument("--stop", action="store_true",
                             help="stop the running daemon (running requests finish first) and wait until it has "
                                  "exited")
+    background.add_argument("--restart", action="store_true",
+                            help="--stop, then --detach: the running daemon (if any) makes way for one with this "
+                                 "command's flags and the code installed now")
     p.add_argument("--wait", type=float, default=600.0,
-                   help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit")
+                   help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit "
+                        "(--restart: each)")
     add_model_options(p)
 
 
@@ -67,6 +71,8 @@ def run(args) -> int:
     if args.stop:
         return stop(args.wait)
     config, _ = load_config(settings_from(args))
+    if args.restart:
+        return stop(args.wait) or detach(args, config)
     if args.detach:
         return detach(args, config)
     from ..grpc_api.server import DaemonError, serve
@@ -92,7 +98,7 @@ def detach(args, config) -> int:
     folder = runtime_dir()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = folder / "daemon.log"
-    argv = [a for a in sys.argv[1:] if a != "--detach"]
+    argv = [a for a in sys.argv[1:] if a not in ("--detach", "--restart")]
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", *argv], stdin=subprocess.DEVNULL,
                                    stdout=log_file, stderr=log_file, start_new_session=True, env=os.environ.copy())

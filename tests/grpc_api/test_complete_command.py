@@ -75,4 +75,4 @@ def test_a_daemon_running_other_code_answers_with_a_warning_to_restart_it(daemon
     finally:
         daemon.daemon.code_stamp = code_stamp()
     assert code == 0 and out.strip()
-    assert "warning: the nestling daemon runs code 0.0.1+000000000000" in err and "nestling serve --stop" in err
+    assert "warning: the nestling daemon runs code 0.0.1+000000000000" in err and "nestling serve --restart" in err

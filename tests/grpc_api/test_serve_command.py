@@ -67,6 +67,26 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     assert status.returncode == 1 and "no nestling daemon serving" in status.stdout
 
 
+def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_path, env, model_folder):
+    common = ["--model", model_folder, "--head", "untrained", "--dtype", "float32"]
+    pids = []
+    try:
+        for step in range(2):  # none running: it starts one; one running: it stops it and starts another
+            restarted = nestling("serve", "--restart", *common, env=env)
+            assert restarted.returncode == 0, restarted.stderr
+            if step == 0:
+                assert "no nestling daemon is running" in restarted.stdout
+            else:
+                assert f"nestling daemon (pid {pids[-1]}) stopped" in restarted.stdout and wait_for_exit(pids[-1])
+            pids.append(int(re.search(r"\(pid (\d+)\) serving", restarted.stdout).group(1)))
+            status = nestling("status", env=env)
+            assert status.returncode == 0 and f"(pid {pids[-1]}) serving" in status.stdout
+            assert ": the code installed now" in status.stdout
+    finally:
+        nestling("serve", "--stop", "--wait", 60, env=env)
+    assert pids[0] != pids[1] and wait_for_exit(pids[1])
+
+
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("max_tokenz = 3\n")
     result = nestling("config", env=env)
