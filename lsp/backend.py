@@ -79,9 +79,18 @@ class DaemonBackend:
         await asyncio.shield(self._starting)
 
     async def _start(self, progress: Progress | None, wait_s: float) -> None:
+        await self._serve("--detach", progress, wait_s, "starting the nestling daemon and loading the model", "start")
+
+    async def restart(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
+        """`nestling serve --restart`: the running daemon makes way for one that runs the code installed now."""
+        await self._serve("--restart", progress, wait_s, "restarting the nestling daemon", "restart")
+
+    async def _serve(self, flag: str, progress: Progress | None, wait_s: float, begin: str, verb: str) -> None:
+        """`nestling serve FLAG` (--detach or --restart) with this backend's socket and flags, reporting progress
+        until it returns, then waits for this channel to reach the daemon."""
         if progress:
-            progress("begin", "starting the nestling daemon and loading the model")
-        argv = [sys.executable, "-m", "nestling.daemon.cli.main", "serve", "--detach", "--wait", str(wait_s)]
+            progress("begin", begin)
+        argv = [sys.executable, "-m", "nestling.daemon.cli.main", "serve", flag, "--wait", str(wait_s)]
         if self.socket:
             argv += ["--socket", self.socket]
         argv += self.serve_args
@@ -96,15 +105,20 @@ class DaemonBackend:
                 if progress:
                     progress("report", f"loading the model ({time.monotonic() - started:.0f} s)")
         out, err = await process.communicate()
-        started_ok = process.returncode == 0 or b"already running" in err
+        started_ok = process.returncode == 0 or (flag == "--detach" and b"already running" in err)
         # wait for this channel to connect too: between reconnection attempts a call fails at once (UNAVAILABLE)
         ok = started_ok and await self.client.serving(timeout=10.0)
         if progress:
-            progress("end", "nestling daemon ready" if ok else "nestling daemon failed to start")
+            progress("end", "nestling daemon ready" if ok else f"nestling daemon failed to {verb}")
         if not ok:
             reason = err.decode(errors="replace").strip()[-500:] if not started_ok else \
                 f"it started but does not answer at {self.target}"
-            raise BackendError(f"could not start the nestling daemon: {reason}")
+            raise BackendError(f"could not {verb} the nestling daemon: {reason}")
+
+    @property
+    def can_restart(self) -> bool:
+        """Whether this backend may restart the daemon: the user's own, which it starts on demand."""
+        return self.auto_start
 
     async def stale_notice(self) -> str | None:
         """What to tell the user when the daemon runs other code than this process (started before an upgrade):
@@ -166,6 +180,8 @@ class EmbeddedBackend:
         if self._loading is None:
             self._loading = asyncio.ensure_future(self._load(progress))
         await asyncio.shield(self._loading)
+
+    can_restart = False  # no daemon: the engine runs in this process
 
     async def stale_notice(self) -> str | None:
         return None  # the engine runs in this process: its code is this process's

@@ -20,6 +20,7 @@ from .settings import Settings, merge
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
+RESTART = "Restart the daemon"  # the action offered when the daemon runs other code than the installed
 
 
 class NestlingLanguageServer(LanguageServer):
@@ -30,6 +31,7 @@ class NestlingLanguageServer(LanguageServer):
         self.backend: DaemonBackend | EmbeddedBackend | None = None
         self.prefilling: asyncio.Task | None = None  # the prefill of the document opened last, until it ends
         self.ready: asyncio.Task | None = None  # the backend's start at initialization (prefills wait for it)
+        self.offer: asyncio.Task | None = None  # the question whether to restart a daemon that runs other code
 
     def progress(self):
         """A reporter for backend start-up, shown as $/progress when the client supports it."""
@@ -162,8 +164,24 @@ async def _warm_up(ls: NestlingLanguageServer) -> None:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
         return
     notice = await ls.backend.stale_notice()
-    if notice:
+    if notice and ls.backend.can_restart:  # asked apart: prefills wait for the warm-up, not for the user's answer
+        ls.offer = asyncio.ensure_future(_offer_restart(ls, notice))
+    elif notice:
         ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"nestling: {notice}"))
+
+
+async def _offer_restart(ls: NestlingLanguageServer, notice: str) -> None:
+    """Ask whether to restart a daemon that runs other code than this server (started before an upgrade); restart
+    it if the user says so."""
+    answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+        type=types.MessageType.Warning, message=f"nestling: {notice}",
+        actions=[types.MessageActionItem(title=RESTART), types.MessageActionItem(title="Not now")]))
+    if answer is None or answer.title != RESTART:
+        return
+    try:
+        await ls.backend.restart(ls.progress())
+    except BackendError as exc:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
 
 
 async def _prefill(ls: NestlingLanguageServer, opened: Opened) -> None:
