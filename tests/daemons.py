@@ -39,16 +39,23 @@ def tiny_runtime(folder):
     return Runtime(target=target, head=informed_head(target), head_source="test", budget=TreeBudget(4, 4, 12))
 
 
-def start_daemon(tmp_path, folder, **settings) -> RunningDaemon:
+def start_daemon(tmp_path, folder, load_gate: threading.Event | None = None, **settings) -> RunningDaemon:
+    """A daemon serving in a thread of this process. `load_gate`: its model load waits for the event, and this returns
+    once the daemon answers (health NOT_SERVING, `daemon` None) instead of once it serves."""
     config = ServiceConfig(socket=str(tmp_path / "run" / "daemon.sock"), max_document_chars=200_000, **settings)
     ready = threading.Event()
     holder = {}
+
+    def load_runtime():
+        if load_gate is not None:
+            load_gate.wait(120)
+        return tiny_runtime(folder)
 
     def main():
         async def run():
             holder["loop"] = asyncio.get_running_loop()
             holder["stop"] = asyncio.Event()
-            await serve(config, lambda: tiny_runtime(folder), on_ready=lambda d: (holder.update(daemon=d), ready.set()),
+            await serve(config, load_runtime, on_ready=lambda d: (holder.update(daemon=d), ready.set()),
                         stop=holder["stop"])
 
         try:
@@ -59,11 +66,16 @@ def start_daemon(tmp_path, folder, **settings) -> RunningDaemon:
 
     thread = threading.Thread(target=main, daemon=True)
     thread.start()
-    assert ready.wait(120), "daemon did not start"
+    client = Client(target_for(config.socket_path), config.token)
+    if load_gate is None:
+        assert ready.wait(120), "daemon did not start"
+    else:
+        deadline = time.monotonic() + 60
+        while client.health_state(timeout=1.0) == "absent" and "error" not in holder and time.monotonic() < deadline:
+            time.sleep(0.05)
     if "error" in holder:
         raise holder["error"]
-    return RunningDaemon(config, Client(target_for(config.socket_path), config.token), holder["daemon"], thread,
-                         holder["loop"], holder["stop"])
+    return RunningDaemon(config, client, holder.get("daemon"), thread, holder["loop"], holder["stop"])
 
 
 def stop_daemon(running: RunningDaemon) -> None:

@@ -13,6 +13,7 @@ from ..modes import MODE_HELP, MODES
 from .status import add_daemon_options
 
 LINE_MODES = ("auto", "single", "multi")
+LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loading its model
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -109,6 +110,10 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
     request = daemon_request(args, text, cursor)
     address, token = user_daemon(args.socket, args.tcp, args.token)
     with Client(address, token) as client:
+        if client.health_state() == "not serving":
+            print(f"nestling complete: the daemon at {address} is not serving yet (loading its model); waiting up to "
+                  f"{LOAD_WAIT_S:.0f} s", file=sys.stderr)
+            client.wait_serving(LOAD_WAIT_S)
         if not client.serving():
             raise ValueError(f"no nestling daemon serving at {address}: start one with `nestling serve --detach`, or "
                              "drop --daemon to load the model here")

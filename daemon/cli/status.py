@@ -27,7 +27,11 @@ def run(args) -> int:
 
     address, token = user_daemon(args.socket, args.tcp, args.token)
     with Client(address, token) as client:
-        if not client.serving():
+        state = client.health_state()
+        if state == "not serving":
+            print(f"the nestling daemon at {address} is not serving yet: it is loading its model (or shutting down)")
+            return 1
+        if state == "absent":
             print(f"no nestling daemon serving at {address}; start one with `nestling serve --detach`")
             return 1
         try:

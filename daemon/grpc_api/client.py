@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import grpc
@@ -68,11 +69,23 @@ class Client:
         self.close()
 
     def serving(self, timeout: float = 2.0) -> bool:
+        return self.health_state(timeout) == "serving"
+
+    def health_state(self, timeout: float = 2.0) -> str:
+        """'serving'; 'not serving': a daemon answers but is loading its model or shutting down; 'absent': none answers
+        (or it refused the call)."""
         try:
             status = self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
         except grpc.RpcError:
-            return False
-        return status == health_pb2.HealthCheckResponse.SERVING
+            return "absent"
+        return "serving" if status == health_pb2.HealthCheckResponse.SERVING else "not serving"
+
+    def wait_serving(self, timeout: float) -> str:
+        """Polls until the daemon serves or `timeout` seconds pass; the last health_state()."""
+        deadline = time.monotonic() + timeout
+        while (state := self.health_state()) == "not serving" and time.monotonic() < deadline:
+            time.sleep(0.25)
+        return state
 
     def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
         return self.stub.Complete(request, timeout=timeout, metadata=self.metadata)

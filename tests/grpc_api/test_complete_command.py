@@ -2,9 +2,11 @@
 in-process command prints its own, and clear errors where the daemon cannot answer."""
 
 import json
+import threading
 
 import pytest
 
+from daemons import start_daemon, stop_daemon
 from nestling.daemon.cli.main import main
 from nestling.daemon.code_stamp import code_stamp
 from nestling.daemon.grpc_api.client import full_text_request
@@ -76,3 +78,23 @@ def test_a_daemon_running_other_code_answers_with_a_warning_to_restart_it(daemon
         daemon.daemon.code_stamp = code_stamp()
     assert code == 0 and out.strip()
     assert "warning: the nestling daemon runs code 0.0.1+000000000000" in err and "nestling serve --restart" in err
+
+
+def test_a_daemon_still_loading_its_model_is_waited_for(tmp_path, model_folder, source, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    gate = threading.Event()
+    running = start_daemon(tmp_path, model_folder, load_gate=gate)  # answers, NOT_SERVING until the gate opens
+    try:
+        socket = running.config.socket_path
+        assert running.client.health_state() == "not serving"
+        assert main(["status", "--socket", str(socket)]) == 1
+        assert "is not serving yet: it is loading its model" in capsys.readouterr().out
+        threading.Timer(1.0, gate.set).start()
+        code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
+                                  "--max-tokens", 2)
+        assert code == 0 and out.strip(), err
+        assert "is not serving yet (loading its model); waiting" in err
+        assert err.rstrip().endswith(f"daemon at unix:{socket}")
+    finally:
+        gate.set()
+        stop_daemon(running)
