@@ -70,13 +70,26 @@ class DaemonBackend:
     async def ensure_ready(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
         if self.config_problem:
             raise BackendError(self.config_problem)
-        if await self.client.serving(timeout=1.0):
+        state = await self.client.health_state(timeout=1.0)
+        if state == "serving":
             return
-        if not self.auto_start:
+        if state == "absent" and not self.auto_start:
             raise BackendError(f"no nestling daemon at {self.target}; start one with `nestling serve --detach`")
-        if self._starting is None or self._starting.done():
-            self._starting = asyncio.ensure_future(self._start(progress, wait_s))
+        if self._starting is None or self._starting.done():  # one start (or wait) for every request that asks
+            work = self._start(progress, wait_s) if state == "absent" else self._await_load(progress, wait_s)
+            self._starting = asyncio.ensure_future(work)
         await asyncio.shield(self._starting)
+
+    async def _await_load(self, progress: Progress | None, wait_s: float) -> None:
+        """A daemon answers but does not serve yet (it is loading its model: another client started it): wait."""
+        if progress:
+            progress("begin", "the nestling daemon is loading the model")
+        state = await self.client.wait_serving(wait_s)
+        if progress:
+            progress("end", "nestling daemon ready" if state == "serving" else "nestling daemon not ready")
+        if state != "serving":
+            raise BackendError(f"the nestling daemon at {self.target} did not start serving "
+                               f"({'it stopped' if state == 'absent' else f'still loading after {wait_s:.0f} s'})")
 
     async def _start(self, progress: Progress | None, wait_s: float) -> None:
         await self._serve("--detach", progress, wait_s, "starting the nestling daemon and loading the model", "start")
@@ -106,8 +119,9 @@ class DaemonBackend:
                     progress("report", f"loading the model ({time.monotonic() - started:.0f} s)")
         out, err = await process.communicate()
         started_ok = process.returncode == 0 or (flag == "--detach" and b"already running" in err)
-        # wait for this channel to connect too: between reconnection attempts a call fails at once (UNAVAILABLE)
-        ok = started_ok and await self.client.serving(timeout=10.0)
+        # wait for this channel to connect too (between reconnection attempts a call fails at once), and for a daemon
+        # another client started to finish loading ("already running")
+        ok = started_ok and await self.client.wait_serving(wait_s) == "serving"
         if progress:
             progress("end", "nestling daemon ready" if ok else f"nestling daemon failed to {verb}")
         if not ok:

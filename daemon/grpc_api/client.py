@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -117,14 +118,24 @@ class AsyncClient:
         await self.channel.close()
 
     async def serving(self, timeout: float = 2.0) -> bool:
-        """Waits up to `timeout` for the channel to connect: failing at once while it is between reconnection
-        attempts read as "no daemon" and made the language server start a second one."""
+        return await self.health_state(timeout) == "serving"
+
+    async def health_state(self, timeout: float = 2.0) -> str:
+        """As Client.health_state, but waits up to `timeout` for the channel to connect: failing at once while it is
+        between reconnection attempts read as "no daemon" and made the language server start a second one."""
         try:
             reply = await self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout,
                                             wait_for_ready=True)
         except grpc.RpcError:
-            return False
-        return reply.status == health_pb2.HealthCheckResponse.SERVING
+            return "absent"
+        return "serving" if reply.status == health_pb2.HealthCheckResponse.SERVING else "not serving"
+
+    async def wait_serving(self, timeout: float) -> str:
+        """Polls until the daemon serves or `timeout` seconds pass; the last health_state()."""
+        deadline = time.monotonic() + timeout
+        while (state := await self.health_state(timeout=2.0)) == "not serving" and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
+        return state
 
     async def complete(self, request: pb.CompleteRequest, timeout: float | None = None) -> pb.CompleteResponse:
         return await self.stub.Complete(request, timeout=timeout, metadata=self.metadata)

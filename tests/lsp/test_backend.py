@@ -1,6 +1,8 @@
-"""The embedded backend (the engine in the language server's process): completions and the prefill on opening."""
+"""The backends: the embedded engine (completions, the prefill on opening, load errors) and the daemon backend (which
+daemon it finds, a daemon still loading, one running other code)."""
 
 import asyncio
+import threading
 
 import pytest
 
@@ -135,3 +137,28 @@ def test_the_daemon_backend_says_when_the_daemon_runs_other_code(tmp_path, monke
     assert same is None
     assert "runs code 0.0.1+000000000000" in other and "restart it" in other
     assert asyncio.run(EmbeddedBackend(tiny_runtime).stale_notice()) is None  # the engine runs this process's code
+
+
+def test_a_daemon_still_loading_its_model_is_waited_for_not_started_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    gate = threading.Event()
+    running = start_daemon(tmp_path, MODEL, load_gate=gate)  # answers, NOT_SERVING until the gate opens
+    reports = []
+
+    async def scenario():
+        backend = DaemonBackend(str(running.config.socket_path), None, None, auto_start=True)
+        try:
+            asyncio.get_running_loop().call_later(1.0, gate.set)
+            await backend.ensure_ready(lambda phase, message: reports.append((phase, message)))
+            return await backend.complete(Query("file:///a.py", "python", TEXT, len(TEXT), 4, "multi", 1))
+        finally:
+            await backend.close()
+
+    try:
+        texts = asyncio.run(scenario())
+    finally:
+        gate.set()
+        stop_daemon(running)
+    assert texts and texts[0]
+    assert reports[0] == ("begin", "the nestling daemon is loading the model") and reports[-1][0] == "end"
+    assert not any("starting" in str(message) for _, message in reports)  # no second daemon was started
