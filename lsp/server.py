@@ -173,9 +173,14 @@ async def _warm_up(ls: NestlingLanguageServer) -> None:
 async def _offer_restart(ls: NestlingLanguageServer, notice: str) -> None:
     """Ask whether to restart a daemon that runs other code than this server (started before an upgrade); restart
     it if the user says so."""
-    answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-        type=types.MessageType.Warning, message=f"nestling: {notice}",
-        actions=[types.MessageActionItem(title=RESTART), types.MessageActionItem(title="Not now")]))
+    try:
+        answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+            type=types.MessageType.Warning, message=f"nestling: {notice}",
+            actions=[types.MessageActionItem(title=RESTART), types.MessageActionItem(title="Not now")]))
+    except Exception as exc:  # a client without window/showMessageRequest: the notice as a plain warning
+        log.info("no answer to the restart question: %s", exc)
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"nestling: {notice}"))
+        return
     if answer is None or answer.title != RESTART:
         return
     try:
