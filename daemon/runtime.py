@@ -4,6 +4,7 @@ draft model), device, dtype."""
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +55,7 @@ class Runtime:
     static_buckets: tuple[int, ...] = ()  # static shapes: verified trees padded up to these sizes (GPU option)
     draft_gate: bool = True  # latency-aware modes stop drafting while it loses on this device (policy/gate.py)
     draft_model: TargetModel | None = None  # a smaller model over the same tokens that drafts trees instead of a head
+    show_progress: bool = False  # a progress bar on stderr while the cost profile is first measured (a terminal's)
     _profile: CostProfile | None = None  # measured verification cost, loaded on first use
     _profile_stamp: int | None = None  # when its cached file was written, as last read (ns; None: no file)
     _profile_looked: float = 0.0  # time.monotonic() when the file was last looked at
@@ -74,7 +76,7 @@ class Runtime:
         """The cost profile, measured or read on first use; re-read in place when `nestling profile` has written a
         new one since (looked for at most every PROFILE_RELOAD_S)."""
         if self._profile is None:
-            self._profile = load_or_measure(self.target, self.tree_source)
+            self._profile = load_or_measure(self.target, self.tree_source, show_progress=self.show_progress)
             self._profile_stamp, self._profile_looked = file_stamp(self._profile.key), time.monotonic()
         elif time.monotonic() - self._profile_looked >= PROFILE_RELOAD_S:
             self._look_for_new_profile()
@@ -291,4 +293,5 @@ def load_runtime(model: str | None = None, head: str | None = None, device: str 
         use_exact_rows(target)
     return Runtime(target=target, head=eagle_head, head_source=source, draft_model=draft_model,
                    budget=budget or TreeBudget(),
-                   static_buckets=STATIC_BUCKETS if static_shapes else (), draft_gate=draft_gate)
+                   static_buckets=STATIC_BUCKETS if static_shapes else (), draft_gate=draft_gate,
+                   show_progress=progress and sys.stderr.isatty())  # not into a daemon's log

@@ -51,9 +51,7 @@ def plot_curve(profile, path: Path) -> None:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
-    from ..policy.cost_model import (CHECK_SPREAD, VERIFY_SIZES, CostProfile, check_spread, measure_consistent,
+    from ..policy.cost_model import (CHECK_SPREAD, VERIFY_SIZES, CostProfile, check_spread, measure_shown,
                                      measured_busy, profile_path)
     from ..runtime import load_runtime
 
@@ -64,13 +62,8 @@ def run(args) -> int:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights,
                            exact_trees=args.exact_trees)
-    with tqdm(total=args.repeats * len(VERIFY_SIZES), desc="verify forwards", unit="forward") as bar:
-        def again(attempt: int) -> None:
-            bar.reset()
-            bar.set_description(f"verify forwards, attempt {attempt} (the check disagreed with the curve)")
-
-        profile = measure_consistent(runtime.target, runtime.tree_source, context_tokens=args.context,
-                                     sizes=VERIFY_SIZES, repeats=args.repeats, progress=bar.update, on_retry=again)
+    profile = measure_shown(runtime.target, runtime.tree_source, context_tokens=args.context, sizes=VERIFY_SIZES,
+                            repeats=args.repeats)
     path = profile_path(profile.key)
     previous = CostProfile.read(path)  # the curve this one replaces, shown beside it
     profile.save(path)

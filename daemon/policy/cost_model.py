@@ -281,8 +281,23 @@ def measure_consistent(target, head, attempts: int = MEASURE_ATTEMPTS, progress=
     return best
 
 
-def load_or_measure(target, head, progress=None) -> CostProfile:
-    """The cached profile for this target/head/device, measuring it on first use."""
+def measure_shown(target, head, show: bool = True, **options) -> CostProfile:
+    """measure_consistent() with a progress bar of the curve's verify forwards on stderr (restarted for a further
+    curve); `show` False: none."""
+    from tqdm import tqdm
+
+    total = options.get("repeats", 7) * len(options.get("sizes", VERIFY_SIZES))
+    with tqdm(total=total, desc="verify forwards", unit="forward", disable=not show) as bar:
+        def again(attempt: int) -> None:
+            bar.reset()
+            bar.set_description(f"verify forwards, attempt {attempt} (the check disagreed with the curve)")
+
+        return measure_consistent(target, head, progress=bar.update, on_retry=again, **options)
+
+
+def load_or_measure(target, head, show_progress: bool = False) -> CostProfile:
+    """The cached profile for this target/head/device, measuring it on first use (with a progress bar when
+    `show_progress`)."""
     key = profile_key(target, head)
     path = profile_path(key)
     cached = CostProfile.read(path)
@@ -290,7 +305,7 @@ def load_or_measure(target, head, progress=None) -> CostProfile:
         return cached  # a corrupt one is simply measured again
     log.log(NOTICE, "timing verify forwards and a draft step on this device (once per model, device and library "
             "versions; ~20 s for the default model on a 2-core CPU)")
-    profile = measure_consistent(target, head, progress=progress)
+    profile = measure_shown(target, head, show=show_progress)
     if measured_busy(profile):
         log.warning("other processes kept %.0f%% of the CPU busy while the verification cost was measured: the "
                     "profile is used now but not kept (measured again at the next start; `nestling profile` "

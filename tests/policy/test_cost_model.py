@@ -192,6 +192,27 @@ def test_load_or_measure_keeps_a_checked_curve(monkeypatch, tmp_path):
     assert cost_model.CostProfile.load(tmp_path / "k.json").verify_ms[1] == 60.0  # the second curve is the one kept
 
 
+def test_a_first_measure_shows_its_progress_where_asked_and_a_further_curve_restarts_it(monkeypatch, tmp_path,
+                                                                                        capsys):
+    curves = iter([({1: 76.0, 16: 92.0}, {1: 60.0, 16: 92.0}), ({1: 60.0, 16: 92.0}, {1: 59.0, 16: 93.0})])
+
+    def fake_measure(target, head, progress=None):
+        progress(len(cost_model.VERIFY_SIZES))  # one round of every size
+        return _profile(*next(curves))
+
+    monkeypatch.setattr(cost_model, "measure", fake_measure)
+    monkeypatch.setattr(cost_model, "profile_key", lambda target, head: "k")
+    monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / f"{key}.json")
+    assert cost_model.load_or_measure(None, None, show_progress=True).verify_ms[1] == 60.0
+    shown = capsys.readouterr().err
+    assert "verify forwards" in shown and "attempt 2 (the check disagreed with the curve)" in shown
+    assert f"12/{7 * len(cost_model.VERIFY_SIZES)}" in shown
+    (tmp_path / "k.json").unlink()
+    curves = iter([({1: 60.0, 16: 92.0}, {1: 59.0, 16: 93.0})])
+    cost_model.load_or_measure(None, None)  # by default (a daemon's log) no bar
+    assert "verify forwards" not in capsys.readouterr().err
+
+
 def test_a_cached_profile_that_cannot_be_read_reads_as_none(tmp_path):
     path = tmp_path / "p.json"
     assert cost_model.CostProfile.read(path) is None  # none cached
