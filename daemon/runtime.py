@@ -21,7 +21,7 @@ from .models.errors import HeadLoadError, ModelLoadError
 from .models.packed_linear import pack_linears, packing_pays
 from .models.row_invariance import attention_geometry, load_or_check, run_one_rows_as_two
 from .models.target import TargetModel, load_target
-from .policy.cost_model import CostProfile, file_stamp, load_or_measure, profile_path, reload_into
+from .policy.cost_model import CostProfile, file_stamp, load_or_measure, measured_busy, profile_path, reload_into
 from .policy.gate import DraftGate, GatedDrafter
 from .policy.shapes import REGION_SHAPES, ShapeTable, shaped_budget
 from .policy.sizing import LatencySizer
@@ -99,8 +99,6 @@ class Runtime:
     def profile_summary(self) -> dict | None:
         """The cost profile in a few numbers, a newer file taken first (None until it has been timed or read: never
         measures)."""
-        from .policy.cost_model import measured_busy
-
         if self._profile is None:
             return None
         profile = self.profile

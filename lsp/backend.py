@@ -14,10 +14,10 @@ from typing import Callable
 import grpc
 
 from ..daemon.code_stamp import stale_daemon_notice
-from ..daemon.grpc_api.client import AsyncClient, full_text_request, prefill_request, target_for, user_daemon
+from ..daemon.grpc_api.client import (LINE_MODE_CODES, AsyncClient, full_text_request, prefill_request, target_for,
+                                      user_daemon)
 
 log = logging.getLogger(__name__)
-LINE_MODE_CODES = {"auto": 0, "single": 1, "multi": 2}
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 from ..context.fim import build_fim_prompt, split_at
 from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
+from ..grpc_api.client import LINE_MODE_CODES
 from ..modes import MODE_HELP, MODES
 from .status import add_daemon_options
 
-LINE_MODES = ("auto", "single", "multi")
 LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loading its model
 
 
@@ -35,7 +35,7 @@ def add_parser(sub, add_model_options) -> None:
                    help="ask the running daemon (`nestling serve`) instead of loading the model here: the completion "
                         "an editor gets there (the daemon's prompt budget and post-processing), without the seconds a "
                         "model load takes")
-    p.add_argument("--line-mode", choices=LINE_MODES, default="auto",
+    p.add_argument("--line-mode", choices=list(LINE_MODE_CODES), default="auto",
                    help="with --daemon: complete one line, several, or decide from the syntax (default auto)")
     add_daemon_options(p, "with --daemon: ")
     add_model_options(p)
@@ -153,8 +153,7 @@ def daemon_request(args, text: str, cursor: int):
         raise ValueError(f"--daemon decodes with --mode spec or ar, not {args.mode}")
     if args.seed == 0:
         raise ValueError("--seed 0 reads as unseeded over --daemon: give another seed")
-    line_mode = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "multi": pb.LINE_MODE_MULTI}[args.line_mode]
     mode = pb.DECODING_MODE_AUTOREGRESSIVE if args.mode == "ar" else pb.DECODING_MODE_SPECULATIVE
     return full_text_request(args.file.resolve().as_uri(), text, cursor, max_tokens=args.max_tokens,
                              temperature=args.temperature, top_p=args.top_p, seed=args.seed or 0, stop=args.stop,
-                             line_mode=line_mode, mode=mode)
+                             line_mode=LINE_MODE_CODES[args.line_mode], mode=mode)

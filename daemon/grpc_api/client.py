@@ -35,6 +35,9 @@ def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
     return target_for(config.socket_path, tcp), config.token
 
 
+# the request's line mode by the name the CLI, the language server and the service use
+LINE_MODE_CODES = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "multi": pb.LINE_MODE_MULTI}
+
 # The daemon is local: after a failed connection (it is starting or restarting), try again within a second
 # instead of gRPC's default backoff, which grows to two minutes.
 CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
@@ -49,6 +52,11 @@ def full_text_request(uri: str, text: str, cursor: int, language_id: str = "", *
 def prefill_request(uri: str, text: str, cursor: int, language_id: str = "") -> pb.PrefillRequest:
     return pb.PrefillRequest(document=pb.Document(uri=uri, language_id=language_id,
                                                   full=pb.FullText(text=text, cursor_offset=cursor)))
+
+
+def health_state_of(reply: health_pb2.HealthCheckResponse) -> str:
+    """'serving', or 'not serving': the daemon answers but is loading its model or shutting down."""
+    return "serving" if reply.status == health_pb2.HealthCheckResponse.SERVING else "not serving"
 
 
 class Client:
@@ -76,10 +84,10 @@ class Client:
         """'serving'; 'not serving': a daemon answers but is loading its model or shutting down; 'absent': none answers
         (or it refused the call)."""
         try:
-            status = self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
+            reply = self.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
         except grpc.RpcError:
             return "absent"
-        return "serving" if status == health_pb2.HealthCheckResponse.SERVING else "not serving"
+        return health_state_of(reply)
 
     def wait_serving(self, timeout: float) -> str:
         """Polls until the daemon serves or `timeout` seconds pass; the last health_state()."""
@@ -128,7 +136,7 @@ class AsyncClient:
                                             wait_for_ready=True)
         except grpc.RpcError:
             return "absent"
-        return "serving" if reply.status == health_pb2.HealthCheckResponse.SERVING else "not serving"
+        return health_state_of(reply)
 
     async def wait_serving(self, timeout: float) -> str:
         """Polls until the daemon serves or `timeout` seconds pass; the last health_state()."""

@@ -28,6 +28,7 @@ from ..speculative.masks import block_mask
 from ..speculative.stats import Clock
 
 VERIFY_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+VERIFY_REPEATS = 7  # timed rounds of every size (and of the draft step); the median is kept
 METHOD = "interleaved-isotonic, native-dtype logits"  # how the curve is measured; in the cache key: re-measures
 # a profile measured while other processes took more than this share of our CPUs is used but not kept: with both
 # cores of a 2-core CPU busy elsewhere, a tiny model's 2-token forward measured 13x its 1-token one, and no tree paid
@@ -37,7 +38,7 @@ BUSY_ELSEWHERE_LIMIT = 0.25
 # one idle process disagreed with their 7-round checks by 7-16% (a one-token forward's median moves 56-74 ms between
 # passes there), so the limit is set above that noise: it catches a pass timed in another state, not the noise
 CHECK_SIZES = (1, 8, 16)
-CHECK_REPEATS = 7  # as many rounds as the curve: the noise above was measured so
+CHECK_REPEATS = VERIFY_REPEATS  # as many rounds as the curve: the noise above was measured so
 CHECK_SPREAD = 1.25
 MEASURE_ATTEMPTS = 3  # curves measured at most, when their checks keep disagreeing
 
@@ -219,8 +220,8 @@ def _draft_step_ms(target, head, context: torch.Tensor, top_k: int, repeats: int
 
 
 @torch.no_grad()
-def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = 7, top_k: int = 10,
-            progress=None) -> CostProfile:
+def measure(target, head, context_tokens: int = 300, sizes=VERIFY_SIZES, repeats: int = VERIFY_REPEATS,
+            top_k: int = 10, progress=None) -> CostProfile:
     """Time verify forwards of W chain tokens after a `context_tokens` prefix, and one draft step."""
     import transformers
 
@@ -286,7 +287,7 @@ def measure_shown(target, head, show: bool = True, **options) -> CostProfile:
     curve); `show` False: none."""
     from tqdm import tqdm
 
-    total = options.get("repeats", 7) * len(options.get("sizes", VERIFY_SIZES))
+    total = options.get("repeats", VERIFY_REPEATS) * len(options.get("sizes", VERIFY_SIZES))
     with tqdm(total=total, desc="verify forwards", unit="forward", disable=not show) as bar:
         def again(attempt: int) -> None:
             bar.reset()
