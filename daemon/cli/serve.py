@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from ..log_levels import LOG_LEVELS
 from ..modes import MODES
@@ -26,7 +27,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--socket", help="Unix socket path (default: $XDG_RUNTIME_DIR/nestling/daemon.sock)")
     p.add_argument("--tcp", help="also listen on HOST:PORT (loopback only unless --allow-remote and --token)")
     p.add_argument("--allow-remote", action="store_true", default=None, help="permit a non-loopback --tcp address")
-    p.add_argument("--token", help="require 'authorization: Bearer TOKEN' from clients")
+    p.add_argument("--token", help="require 'authorization: Bearer TOKEN' from clients (a command line is visible to "
+                                    "every local user: prefer the config file's token or $NESTLING_TOKEN)")
     p.add_argument("--max-tokens", type=int, help="default tokens per completion")
     p.add_argument("--prefix-tokens", type=int, help="prompt budget before the cursor")
     p.add_argument("--suffix-tokens", type=int, help="prompt budget after the cursor")
@@ -52,8 +54,8 @@ def add_parser(sub, add_model_options) -> None:
     background = p.add_mutually_exclusive_group()
     background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
     background.add_argument("--stop", action="store_true",
-                            help="stop the running daemon (running requests finish first) and wait until it has "
-                                 "exited")
+                            help="stop the running daemon (it takes no new calls; running ones get up to 10 s to finish) "
+                                 "and wait until it has exited")
     background.add_argument("--restart", action="store_true",
                             help="--stop, then --detach: the running daemon (if any) makes way for one with this "
                                  "command's flags and the code installed now")
@@ -67,10 +69,23 @@ def settings_from(args) -> dict:
     return {name: getattr(args, name, None) for name in FLAG_SETTINGS}
 
 
+TOKEN_VARIABLE = "NESTLING_TOKEN"  # the token, kept out of the process list (a --detach child gets it this way)
+
+
 def run(args) -> int:
     if args.stop:
         return stop(args.wait)
-    config, _ = load_config(settings_from(args))
+    settings = settings_from(args)
+    if args.token is not None:
+        print(f"nestling serve: warning: a --token on the command line is visible to every local user (ps); put it "
+              f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
+    elif os.environ.get(TOKEN_VARIABLE):
+        settings["token"] = os.environ[TOKEN_VARIABLE]
+    config, _ = load_config(settings)
+    if config.tcp:  # a bad address is refused before the model's libraries load
+        from ..grpc_api.addresses import check_tcp_address
+
+        check_tcp_address(config.tcp, config.allow_remote, config.token)
     if args.restart:
         return stop(args.wait) or detach(args, config)
     if args.detach:
@@ -92,24 +107,32 @@ def run(args) -> int:
 
 
 def detach(args, config) -> int:
-    """Start `nestling serve` in a new session, log to the runtime dir, and wait until it serves."""
+    """Start `nestling serve` in a new session, log to the runtime dir, and wait until it serves. Refused while a
+    daemon runs: this user's daemon is the one holding the lock, and it serves with its own flags."""
     from ..grpc_api.client import Client, target_for
+    from ..grpc_api.daemon_lock import DaemonLock
 
     folder = runtime_dir()
+    lock = DaemonLock(folder)
+    if (running := lock.holder()) is not None:
+        print(f"nestling serve: error: a nestling daemon is already running (pid {running}); `nestling serve "
+              f"--restart` replaces it with one started with these flags", file=sys.stderr)
+        return 2
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = folder / "daemon.log"
-    argv = [a for a in sys.argv[1:] if a not in ("--detach", "--restart")]
+    argv, env = child_command(sys.argv[1:], config.token)
     with open(log_path, "ab") as log_file:
+        log_start = log_file.tell()
         process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", *argv], stdin=subprocess.DEVNULL,
-                                   stdout=log_file, stderr=log_file, start_new_session=True, env=os.environ.copy())
+                                   stdout=log_file, stderr=log_file, start_new_session=True, env=env)
     deadline = time.monotonic() + args.wait
     with Client(target_for(config.socket_path), config.token) as client:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-2000:]
-                print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n{tail}", file=sys.stderr)
+                print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n"
+                      f"{log_tail(log_path, log_start)}", file=sys.stderr)
                 return 2
-            if client.serving(timeout=1.0):
+            if lock.holder() == process.pid and client.serving(timeout=1.0):  # ours, not one started beside it
                 print(f"nestling daemon (pid {process.pid}) serving on unix:{config.socket_path}; log {log_path}")
                 return 0
             time.sleep(0.5)
@@ -117,8 +140,37 @@ def detach(args, config) -> int:
     return 2
 
 
+def child_command(argv: list[str], token: str | None) -> tuple[list[str], dict]:
+    """The detached daemon's arguments and environment: this command's, less --detach/--restart, and the token in
+    the environment rather than in its command line (which every local user can read)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--token":
+            skip = True
+        elif not arg.startswith("--token=") and arg not in ("--detach", "--restart"):
+            kept.append(arg)
+    env = os.environ.copy()
+    if token:
+        env[TOKEN_VARIABLE] = token
+    return kept, env
+
+
+def log_tail(path, start: int, limit: int = 4000) -> str:
+    """What the daemon wrote to its log from byte `start` on (its last `limit` characters, from a line start)."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        text = handle.read().decode(errors="replace")
+    if len(text) > limit:
+        text = text[-limit:]
+        text = text[text.find("\n") + 1:]
+    return text
+
+
 def stop(wait_s: float) -> int:
-    """SIGTERM the daemon holding this user's lock (it drains: running requests finish), then wait for it to go."""
+    """SIGTERM the daemon holding this user's lock (it takes no new calls, running ones get up to 10 s), then wait
+    until its process has exited."""
     from ..grpc_api.daemon_lock import DaemonError, DaemonLock
 
     lock = DaemonLock(runtime_dir())
@@ -143,10 +195,28 @@ def stop(wait_s: float) -> int:
             gone = lock.holder() != pid  # the lock goes with the process
         except DaemonError:
             gone = True  # another daemon is taking the lock: ours has released it
-        if gone:
+        if gone and not _alive(pid):
             print(f"nestling daemon (pid {pid}) stopped")
             return 0
         time.sleep(0.2)
     print(f"nestling serve: error: the daemon (pid {pid}) is still draining after {wait_s:.0f} s; "
           f"`kill -9 {pid}` ends it at once", file=sys.stderr)
     return 2
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs (it releases its lock a moment before it has exited; a zombie, which its
+    parent has yet to reap, has exited)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc here: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    return stat_line.rsplit(")", 1)[-1].split()[0] != "Z"

@@ -22,33 +22,50 @@ def run(args) -> int:
     import grpc
 
     from ..grpc_api.client import Client, user_daemon
-    from ..grpc_api.daemon_lock import DaemonError, DaemonLock
-    from ..service.config import runtime_dir
 
     address, token = user_daemon(args.socket, args.tcp, args.token)
     with Client(address, token) as client:
         state = client.health_state()
-        if state == "not serving":
-            print(f"the nestling daemon at {address} is not serving yet: it is loading its model (or shutting down)")
-            return 1
-        if state == "absent":
-            print(f"no nestling daemon serving at {address}; start one with `nestling serve --detach`")
-            return 1
-        try:
-            stats = client.stats()
-        except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
-            raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
+        if state == "serving":
+            try:
+                stats = client.stats()
+            except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
+                raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
+    pid = _lock_holder() if not args.socket and not args.tcp else None
+    if state != "serving":
+        state, message = _not_serving(state, address, pid)
+        print(json.dumps({"state": state, "address": address, "pid": pid, "message": message}, indent=2)
+              if args.json else message)
+        return 1
     if args.json:
         from ..code_stamp import code_stamp
 
-        print(json.dumps({**as_dict(stats), "installed_code_stamp": code_stamp()}, indent=2))
+        print(json.dumps({"state": state, **as_dict(stats), "installed_code_stamp": code_stamp()}, indent=2))
         return 0
-    try:
-        pid = DaemonLock(runtime_dir()).holder() if not args.socket and not args.tcp else None
-    except DaemonError:
-        pid = None
     print("\n".join(describe(stats, address, pid)))
     return 0
+
+
+def _lock_holder() -> int | None:
+    """The pid of this user's daemon by its lock (None: none holds it, or it cannot be read)."""
+    from ..grpc_api.daemon_lock import DaemonError, DaemonLock
+    from ..service.config import runtime_dir
+
+    try:
+        return DaemonLock(runtime_dir()).holder()
+    except DaemonError:
+        return None
+
+
+def _not_serving(state: str, address: str, pid: int | None) -> tuple[str, str]:
+    """('loading' | 'starting' | 'absent', a sentence) for a daemon that does not serve completions now."""
+    if state == "not serving":
+        return "loading", (f"the nestling daemon{f' (pid {pid})' if pid else ''} at {address} is not serving yet: it "
+                           f"is loading its model (or shutting down)")
+    if pid is not None:  # it holds the lock but has not bound its socket yet (or has just closed it)
+        return "starting", (f"a nestling daemon (pid {pid}) is running but does not answer at {address} yet: it is "
+                            f"starting (or stopping); try again in a few seconds")
+    return "absent", f"no nestling daemon serving at {address}; start one with `nestling serve --detach`"
 
 
 def code_line(daemon_stamp: str) -> str:

@@ -47,3 +47,18 @@ def check_socket_path(path: Path) -> None:
     if mode is not None and not stat.S_ISSOCK(mode):
         raise DaemonError(f"--socket {str(path)!r} exists and is not a socket; nestling will not replace it")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def check_socket_owner(target: str) -> None:
+    """Refuse a unix:PATH target whose socket belongs to another user: a client would send it the user's code (a
+    missing socket is left to the connection to report)."""
+    if not target.startswith("unix:"):
+        return
+    path = target.removeprefix("unix:")
+    try:
+        owner = os.stat(path).st_uid
+    except OSError:
+        return
+    if owner != os.getuid():
+        raise DaemonError(f"the socket {path} belongs to another user (uid {owner}), not to you; nestling will not "
+                          f"send your code there")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ...proto import completion_pb2 as pb
 from ...proto import completion_pb2_grpc as pb_grpc
+from .addresses import check_socket_owner
 
 
 def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
@@ -26,11 +28,12 @@ def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
 
 def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
                 token: str | None = None) -> tuple[str, str | None]:
-    """The gRPC target and bearer token of the user's daemon: the values given, else the config file's socket and
-    token (the daemon listens on its socket even when it also listens on TCP), else the defaults. A ValueError
+    """The gRPC target and bearer token of the user's daemon: the values given (the token also as $NESTLING_TOKEN),
+    else the config file's socket and token (the daemon listens on its socket even when it also listens on TCP), else the defaults. A ValueError
     names a config file that cannot be read."""
     from ..service.config import load_config
 
+    token = token or os.environ.get("NESTLING_TOKEN") or None  # the daemon's own way to keep it out of `ps`
     config, _ = load_config({"socket": str(socket) if socket else None, "token": token})
     return target_for(config.socket_path, tcp), config.token
 
@@ -63,6 +66,7 @@ class Client:
     """Blocking client. `token` is sent as a bearer token when the daemon requires one."""
 
     def __init__(self, target: str, token: str | None = None):
+        check_socket_owner(target)
         self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.CompletionStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
@@ -117,6 +121,7 @@ class AsyncClient:
     """asyncio client (grpc.aio), for the language server."""
 
     def __init__(self, target: str, token: str | None = None):
+        check_socket_owner(target)
         self.channel = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.CompletionStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)

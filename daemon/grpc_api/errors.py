@@ -17,8 +17,14 @@ class ModelLoading(Exception):
     """The daemon is still loading its model."""
 
 
+class UndecodableRequest(Exception):
+    """The request's bytes are not a message of its type (bad UTF-8 in a string field, truncated, ...): stands in
+    for the request, so the handler's guard answers INVALID_ARGUMENT (gRPC itself would answer UNKNOWN and log a
+    traceback)."""
+
+
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
-    if isinstance(exc, InvalidRequest):
+    if isinstance(exc, (InvalidRequest, UndecodableRequest)):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, RequestTooLarge):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
@@ -47,11 +53,26 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                 return _reject(handler, grpc.StatusCode.UNAUTHENTICATED, "a valid 'authorization: Bearer' token is required")
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(_guard_unary(handler.unary_unary),
-                                                       handler.request_deserializer, handler.response_serializer)
+                                                       _lenient(handler.request_deserializer),
+                                                       handler.response_serializer)
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(_guard_stream(handler.unary_stream),
-                                                        handler.request_deserializer, handler.response_serializer)
+                                                        _lenient(handler.request_deserializer),
+                                                        handler.response_serializer)
         return handler
+
+
+def _lenient(deserializer):
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes):
+        try:
+            return deserializer(data)
+        except Exception as exc:  # protobuf's DecodeError, or anything a parser raises on bad bytes
+            return UndecodableRequest(f"the request could not be decoded as a protobuf message: {exc}")
+
+    return deserialize
 
 
 async def _abort(context, exc: BaseException):
@@ -64,6 +85,8 @@ async def _abort(context, exc: BaseException):
 def _guard_unary(behavior):
     async def guarded(request, context):
         try:
+            if isinstance(request, UndecodableRequest):
+                raise request
             return await behavior(request, context)
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
@@ -76,6 +99,8 @@ def _guard_unary(behavior):
 def _guard_stream(behavior):
     async def guarded(request, context):
         try:
+            if isinstance(request, UndecodableRequest):
+                raise request
             async for message in behavior(request, context):
                 yield message
         except (asyncio.CancelledError, grpc.aio.AbortError):
@@ -95,5 +120,7 @@ def _reject(handler, code, message):
         yield  # pragma: no cover
 
     if handler.unary_stream:
-        return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer, handler.response_serializer)
-    return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
+        return grpc.unary_stream_rpc_method_handler(stream, _lenient(handler.request_deserializer),
+                                                    handler.response_serializer)
+    return grpc.unary_unary_rpc_method_handler(unary, _lenient(handler.request_deserializer),
+                                               handler.response_serializer)

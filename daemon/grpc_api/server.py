@@ -1,6 +1,6 @@
 """The daemon process: one per user (a lock), a Unix socket with owner-only permissions (TCP on loopback on
 request), health and reflection services, the model loaded off the event loop, and graceful shutdown
-(health NOT_SERVING, in-flight calls finish, then exit)."""
+(no new calls, in-flight ones get up to 10 s, then exit)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,9 +48,41 @@ class Daemon:
 
 
 def secure_folder(folder: Path) -> None:
-    """nestling's own runtime folder: created, or made again, owner-only."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """nestling's own runtime folder: created, or made again, owner-only. Refused when it is a link or belongs to
+    someone else (/tmp/nestling-<uid> is a name another local user could take first)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise DaemonError(f"cannot create the runtime folder {folder}: {exc.strerror}") from None
+    info = folder.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise DaemonError(f"the runtime folder {folder} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a folder'}; "
+                          f"nestling keeps its socket only in a folder of its own: remove it, or set XDG_RUNTIME_DIR")
+    if info.st_uid != os.getuid():
+        raise DaemonError(f"the runtime folder {folder} belongs to another user (uid {info.st_uid}); nestling will not "
+                          f"put its socket there: remove it, or set XDG_RUNTIME_DIR")
     os.chmod(folder, 0o700)
+
+
+def _answers(socket_path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket `socket_path`."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(socket_path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None) -> None:
@@ -68,14 +102,19 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    ours = None  # our socket file's (device, inode), once bound: only that one is removed at the end
     try:
         if socket_path.is_socket():
-            socket_path.unlink()  # a stale socket: the lock proves no daemon owns it
+            if _answers(socket_path):  # a daemon of another runtime folder (its own lock), or another program
+                raise DaemonError(f"something already listens on {socket_path} (a nestling daemon started with "
+                                  f"another XDG_RUNTIME_DIR?); nestling will not take its socket")
+            socket_path.unlink()  # a stale socket: nobody answers on it
         old_umask = os.umask(0o177)
         try:
             _listen(server, f"unix:{socket_path}", f"--socket {str(socket_path)!r}")
         finally:
             os.umask(old_umask)
+        ours = _identity(socket_path)
         if tcp:
             _listen(server, f"{tcp[0]}:{tcp[1]}" if ":" not in tcp[0] else f"[{tcp[0]}]:{tcp[1]}",
                     f"--tcp {config.tcp!r}")
@@ -107,7 +146,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if daemon.worker:
             await asyncio.to_thread(daemon.worker.stop)
     finally:
-        if socket_path.is_socket():
+        if ours is not None and _identity(socket_path) == ours:
             socket_path.unlink()
         lock.release()
 

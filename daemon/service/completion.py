@@ -201,6 +201,7 @@ class CompletionService:
         expected = self._expected(session, prefix, suffix)
         ahead_end, session.ahead_end, session.spare_ahead_end = session.ahead_end, 0, 0
         accept_guess, session.accept_guess = session.accept_guess, 0
+        early = self._prefill_in_chunks(engine, state, prompt.token_ids, cancel, request.uri)
         texts: list[str] = []
         stats = CompletionStats(region=region.value, mode=request.mode)
         for index in range(request.alternatives):
@@ -216,7 +217,7 @@ class CompletionService:
                     on_text(generation.text[len(streamed):])
                     streamed = generation.text
             if index == 0:
-                self._fill_stats(stats, generation.stats, started, queued_at)
+                self._fill_stats(stats, generation.stats, started, queued_at, early)
                 stats.prepared_ahead = ahead_end > 0 and request.mode == "spec" and \
                     stats.reused_prefix_tokens >= min(ahead_end, stats.prompt_tokens - 1)
                 if stats.prepared_ahead and accept_guess:
@@ -318,13 +319,28 @@ class CompletionService:
         seed = None if request.seed is None else (request.seed + index) % 2**64  # seeds are 64-bit
         return Sampling(temperature=temperature, top_p=request.top_p, seed=seed)
 
+    def _prefill_in_chunks(self, engine, state, prompt: list[int], cancel: threading.Event | None, uri: str):
+        """Where more than a chunk of the prompt is new (a document's first request, a large edit) and the request can
+        be cancelled (a newer one, the client gone or its deadline passed), commit all but its last token as a
+        file-open prefill does: in chunks, stopping between them once `cancel` is set (raising Superseded; what was
+        done stays for the next request). Returns that prefill's stats (None when the prompt was left whole to the
+        generation)."""
+        if cancel is None or len(prompt) - 1 - state.common_prefix(prompt) <= self.prefill_pace.next_tokens():
+            return None
+        stats = engine.prefill(prompt[:-1], state, cancel, chunk_tokens=self.prefill_pace)
+        if cancel.is_set():
+            raise Superseded(uri)
+        return stats
+
     @staticmethod
-    def _fill_stats(stats: CompletionStats, gen_stats, started: float, queued_at: float | None) -> None:
+    def _fill_stats(stats: CompletionStats, gen_stats, started: float, queued_at: float | None,
+                    early=None) -> None:
+        """The completion's stats from its generation's, and from the chunked prefill before it (`early`)."""
         stats.tokens = gen_stats.new_tokens
         stats.tau = gen_stats.tau
         stats.prompt_tokens = gen_stats.prompt_tokens
-        stats.reused_prefix_tokens = gen_stats.reused_tokens
-        stats.time_to_first_token_ms = gen_stats.first_token_ms
+        stats.reused_prefix_tokens = early.reused_tokens if early else gen_stats.reused_tokens
+        stats.time_to_first_token_ms = gen_stats.first_token_ms + (early.total_ms if early else 0.0)
         stats.stop_reason = gen_stats.stop_reason
         stats.queue_ms = (started - queued_at) * 1000 if queued_at else 0.0
 

@@ -1,6 +1,6 @@
 """One worker thread owns the model. The asyncio server never runs model code itself: it submits jobs
 and awaits their futures. A newer job for the same document supersedes older ones: queued ones are
-dropped, a running one stops at its next speculative step. Prefills (files just opened) are the lowest
+answered Superseded at once (and skipped), a running one stops at its next speculative step. Prefills (files just opened) are the lowest
 priority: any completion request, and a newer prefill, supersedes every prefill queued or running (a
 running one stops between chunks, keeping what it did). When a completion ends and nothing else waits, the
 worker queues a prefill ahead (the prompt the completion's first typed character gives) at that priority, and
@@ -32,6 +32,7 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     queued_at: float = field(default_factory=time.monotonic)
     superseded: bool = False
+    started: bool = False  # the worker took it up (set under the worker's lock; until then a newer job answers it)
     number: int = 0
     then: list[PrefillRequest] = field(default_factory=list)  # prefills ahead to queue after this one, while nothing else waits
 
@@ -57,6 +58,8 @@ class ModelWorker:
                             uri == request.uri and isinstance(request, CompletionRequest)):
                         older.superseded = True
                         older.cancel.set()  # a running job stops at its next step; a queued one is skipped
+                        if not older.started and not older.future.done():  # its caller hears now, not when skipped
+                            older.future.set_exception(Superseded(older.request.uri))
             self._live.setdefault(request.uri, []).append(job)
         self._queue.put(job)
         return job
@@ -87,7 +90,9 @@ class ModelWorker:
             if job is None:
                 self._drain()
                 return
-            if job.cancel.is_set() or not job.future.set_running_or_notify_cancel():
+            with self._lock:  # after this, submit() leaves the job's future to this thread
+                job.started = not job.cancel.is_set()
+            if not job.started or not job.future.set_running_or_notify_cancel():
                 self._finish(job)
                 if job.superseded and isinstance(job.request, CompletionRequest):
                     self.stats.record_superseded()

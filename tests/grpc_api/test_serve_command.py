@@ -36,6 +36,12 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     try:
         again = nestling("serve", *common, env=env)
         assert again.returncode == 2 and "already running" in again.stderr
+        detached_again = nestling("serve", "--detach", *common, env=env)  # refused before starting a second one
+        assert detached_again.returncode == 2 and f"already running (pid {pid})" in detached_again.stderr
+        assert "--restart" in detached_again.stderr and "serving on" not in detached_again.stdout
+        command_line = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        assert b"s3cret" not in command_line and b"--token" not in command_line  # out of `ps`, for other users
+        assert "visible to every local user" in started.stderr
         with Client(target_for(socket)) as anonymous:
             with pytest.raises(grpc.RpcError) as info:
                 anonymous.complete(full_text_request("file:///t.py", "def f():\n    ", 13, max_tokens=4))
@@ -47,7 +53,7 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
         status = nestling("status", "--token", "s3cret", env=env)
         assert status.returncode == 0 and f"(pid {pid}) serving" in status.stdout and "1 completions" in status.stdout
         stats = json.loads(nestling("status", "--json", "--token", "s3cret", env=env).stdout)
-        assert stats["requests"] == 1 and stats["head"] == "untrained" and stats["time_to_first_token"]["p50_ms"] > 0
+        assert stats["state"] == "serving" and stats["requests"] == 1 and stats["head"] == "untrained" and stats["time_to_first_token"]["p50_ms"] > 0
         refused = nestling("status", env=env)
         assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
     finally:
@@ -65,6 +71,8 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     assert again.returncode == 0 and "no nestling daemon is running" in again.stdout
     status = nestling("status", env=env)
     assert status.returncode == 1 and "no nestling daemon serving" in status.stdout
+    status = nestling("status", "--json", env=env)
+    assert status.returncode == 1 and json.loads(status.stdout)["state"] == "absent"
 
 
 def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_path, env, model_folder):
@@ -153,3 +161,35 @@ def test_serve_takes_no_abbreviated_flags_and_lsp_listens_on_loopback_only(env):
     result = nestling("lsp", "--tcp", "0.0.0.0:2087", env=env)
     assert result.returncode == 2 and "the language server has no authentication" in result.stderr
 
+
+
+def test_a_socket_something_listens_on_is_never_taken_over(tmp_path, env):
+    """Another runtime folder means another lock; the socket itself is still not taken from whoever answers on it."""
+    path = tmp_path / "busy.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        identity = path.stat().st_ino
+        result = nestling("serve", "--socket", path, env=env)
+        assert result.returncode == 2 and "something already listens on" in result.stderr, result.stderr
+        assert path.is_socket() and path.stat().st_ino == identity  # neither replaced nor removed
+
+
+def test_a_runtime_folder_that_is_a_link_is_refused(tmp_path, env):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (tmp_path / "xdg").mkdir()
+    (tmp_path / "xdg" / "nestling").symlink_to(elsewhere)
+    result = nestling("serve", env=env)
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755 and not any(elsewhere.iterdir())
+
+
+def test_status_tells_a_daemon_starting_from_none():
+    from nestling.daemon.cli.status import _not_serving
+
+    assert _not_serving("absent", "unix:/x.sock", None)[0] == "absent"
+    state, message = _not_serving("absent", "unix:/x.sock", 4242)  # it holds the lock, its socket is not bound yet
+    assert state == "starting" and "(pid 4242) is running but does not answer" in message
+    state, message = _not_serving("not serving", "unix:/x.sock", 4242)
+    assert state == "loading" and "loading its model" in message

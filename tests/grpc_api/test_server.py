@@ -305,3 +305,17 @@ def test_fuzzed_prefills_never_crash_the_daemon(daemon, uri, language, text, cur
     except grpc.RpcError as exc:
         assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT, exc.details()
     assert daemon.client.serving()
+
+
+@pytest.mark.parametrize("raw", [b"\x0a\x04\x0a\x02\xff\xfe",  # document.uri holding bytes that are not UTF-8
+                                 b"\x0a\x09\x0a\x07file:",  # a length past the message's end
+                                 b"\xff\xff\xff\xff"])  # not a message at all
+def test_undecodable_requests_are_invalid_arguments_and_the_daemon_keeps_serving(daemon, raw):
+    for method in ("Complete", "Prefill"):
+        call = daemon.client.channel.unary_unary(f"/nestling.v1.Completion/{method}")
+        code, details = code_of(lambda: call(raw, timeout=10))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "could not be decoded" in details
+    stream = daemon.client.channel.unary_stream("/nestling.v1.Completion/CompleteStream")
+    code, details = code_of(lambda: list(stream(raw, timeout=10)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "could not be decoded" in details
+    assert daemon.client.complete(request(uri="file:///after_bytes.py")).stats.tokens > 0

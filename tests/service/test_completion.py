@@ -173,3 +173,33 @@ def test_alternatives_are_distinct_samples_after_the_greedy_completion(runtime):
     assert [i.text for i in service.complete(CompletionRequest(uri="file:///ar.py", **ar)).items] == texts
     again = service.complete(CompletionRequest(uri="file:///three-again.py", alternatives=3, seed=7, **ask))
     assert [item.text for item in again.items] == texts
+
+
+class CancelAfter:
+    """A cancel event that reads as set from its `checks`-th look on (a newer request arriving mid-prefill)."""
+
+    def __init__(self, checks: int):
+        self.checks = checks
+
+    def is_set(self) -> bool:
+        self.checks -= 1
+        return self.checks < 0
+
+
+def test_a_long_new_prompt_is_prefilled_in_chunks_a_cancel_stops_and_the_next_request_reuses(runtime):
+    from nestling.daemon.service.completion import Superseded
+
+    document = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    ask = CompletionRequest(uri=URI, text=document, cursor=len(document), line_mode="single")
+    config = ServiceConfig(max_tokens=12, prefill_chunk_tokens=32)
+    plain = CompletionService(runtime, config).complete(ask)  # no cancel event: one forward over the prompt
+    assert plain.stats.prompt_tokens > 4 * 32
+    service = CompletionService(runtime, config)
+    with pytest.raises(Superseded):
+        service.complete(ask, cancel=CancelAfter(4))
+    kept = len(service.sessions.get(URI).states["spec"].tokens)
+    assert 32 <= kept < plain.stats.prompt_tokens - 32  # stopped between chunks, keeping what was done
+    resumed = service.complete(ask, cancel=CancelAfter(10**6))
+    assert resumed.stats.reused_prefix_tokens == kept
+    assert [item.text for item in resumed.items] == [item.text for item in plain.items] != []
+    assert resumed.stats.time_to_first_token_ms > 0 and resumed.stats.prompt_tokens == plain.stats.prompt_tokens

@@ -144,3 +144,18 @@ def test_a_failing_guess_leaves_the_worker_serving(worker):
     worker.service.release.set()
     for _ in range(2):
         assert isinstance(worker.submit(completion("file:///a.py")).future.result(5), CompletionResult)
+
+
+def test_a_queued_completion_is_answered_superseded_as_soon_as_a_newer_one_comes(worker):
+    running = worker.submit(completion("file:///a.py"))
+    assert worker.service.started.wait(5)
+    queued = worker.submit(completion("file:///b.py"))
+    newer = worker.submit(completion("file:///b.py"))
+    with pytest.raises(Superseded):  # answered while the running job still holds the worker
+        queued.future.result(5)
+    assert not running.future.done()
+    worker.service.release.set()
+    assert isinstance(running.future.result(5), CompletionResult)
+    assert isinstance(newer.future.result(5), CompletionResult)
+    wait_for(lambda: worker.stats.snapshot()["superseded"] == 1)
+    assert worker.service.log == ["complete file:///a.py", "complete file:///b.py"]
