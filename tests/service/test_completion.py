@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from cancel_events import CancelAfter
 from nestling.daemon.models.target import load_target
 from nestling.daemon.policy.cost_model import CostProfile
 from nestling.daemon.runtime import Runtime
@@ -173,17 +174,6 @@ def test_alternatives_are_distinct_samples_after_the_greedy_completion(runtime):
     assert [i.text for i in service.complete(CompletionRequest(uri="file:///ar.py", **ar)).items] == texts
     again = service.complete(CompletionRequest(uri="file:///three-again.py", alternatives=3, seed=7, **ask))
     assert [item.text for item in again.items] == texts
-
-
-class CancelAfter:
-    """A cancel event that reads as set from its `checks`-th look on (a newer request arriving mid-prefill)."""
-
-    def __init__(self, checks: int):
-        self.checks = checks
-
-    def is_set(self) -> bool:
-        self.checks -= 1
-        return self.checks < 0
 
 
 def test_a_long_new_prompt_is_prefilled_in_chunks_a_cancel_stops_and_the_next_request_reuses(runtime):

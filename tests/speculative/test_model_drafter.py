@@ -6,6 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cancel_events import CancelAfter
 from nestling.daemon.speculative.drafter import DraftInput, NoDrafter, TreeBudget
 from nestling.daemon.speculative.engine import SpeculativeEngine, StopRule
 from nestling.daemon.speculative.lookup_drafter import LookupDrafter, MergedDrafter
@@ -139,17 +140,6 @@ def test_a_branched_sequence_adopts_a_copy_of_the_draft_models_cache():
     follow = prompt[:8] + [30, 31]
     got = engine.generate(follow, stop=StopRule(max_new_tokens=16), state=spare).run()
     assert got.tokens == ar_tokens("qwen2", follow, 16).tokens and got.stats.reused_tokens == 8
-
-
-class CancelAfter:
-    """An event that reads as set from its `checks`+1-th check on."""
-
-    def __init__(self, checks: int):
-        self.checks = checks
-
-    def is_set(self) -> bool:
-        self.checks -= 1
-        return self.checks < 0
 
 
 LONG_PROMPT = [(7 * i + 3) % (VOCAB - 1) for i in range(70)]
