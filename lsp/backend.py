@@ -16,6 +16,7 @@ import grpc
 from ..daemon.code_stamp import stale_daemon_notice
 from ..daemon.grpc_api.client import (LINE_MODE_CODES, AsyncClient, full_text_request, prefill_request, target_for,
                                       user_daemon)
+from ..daemon.service.config import config_path
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,10 @@ class Query:
 
 class BackendError(Exception):
     """A completion failed for a reason the user should see (message is human readable)."""
+
+
+class TokenError(BackendError):
+    """The daemon wants a token (`nestling serve --token`) that this backend lacks or has wrong: every request fails."""
 
 
 Progress = Callable[[str, str | None], None]  # (phase: begin|report|end, message)
@@ -140,9 +145,20 @@ class DaemonBackend:
         try:
             stats = await self.client.stats()
         except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAUTHENTICATED:  # health answers without the token; stats does not
+                raise self._problem(exc) from None
             log.info("no stats from the daemon: %s", exc)
             return None
         return stale_daemon_notice(stats.code_stamp)
+
+    def _problem(self, exc: grpc.aio.AioRpcError) -> BackendError:
+        """What a failed call tells the user."""
+        if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+            which = "and none is set" if not self.token else "and refused the one set"
+            return TokenError(f"the nestling daemon at {self.target} wants a token (it runs with --token) {which}: put "
+                              f"the daemon's token in the language server setting nestling.daemon.token (or as "
+                              f"`token` in {config_path()}, which `nestling serve` reads too)")
+        return BackendError(f"{exc.code().name}: {exc.details()}")
 
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
         request = full_text_request(query.uri, query.text, query.cursor, query.language_id,
@@ -158,7 +174,7 @@ class DaemonBackend:
                     continue
                 if exc.code() == grpc.StatusCode.CANCELLED:
                     return []  # superseded by a newer request for the same document
-                raise BackendError(f"{exc.code().name}: {exc.details()}") from None
+                raise self._problem(exc) from None
         return []
 
     async def prefill(self, opened: Opened) -> None:

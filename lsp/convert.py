@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from lsprotocol import types
@@ -9,23 +10,83 @@ from lsprotocol import types
 IDENTIFIER_TAIL = re.compile(r"[A-Za-z0-9_$]*$")
 
 
-def cursor_offset(document, position: types.Position) -> int:
-    """The code-point offset of an LSP position in the document; ValueError (with a clear message) when the
-    position lies past the end of its line or of the document."""
-    source = document.source
-    lines = source.splitlines(keepends=True)
+# LSP ends a line at \n, \r\n or \r only; str.splitlines also breaks at \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029
+LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+CODECS = {"utf-8": ("utf-8", 1), "utf-16": ("utf-16-le", 2), "utf-32": ("utf-32-le", 4)}  # position encodings
+
+
+def lsp_lines(text: str) -> list[str]:
+    """The text's lines as LSP counts them, each with its line break (no empty line after a last break)."""
+    return LSP_LINE.findall(text)
+
+
+def _codec(encoding) -> tuple[str, int]:
+    """(Python codec, bytes per code unit) of an LSP position encoding (a PositionEncodingKind or its value)."""
+    return CODECS.get(getattr(encoding, "value", encoding), CODECS["utf-16"])
+
+
+def _split_line(content: str, units: int, encoding) -> tuple[int, bool, int]:
+    """(code points in `content` before its first `units` code units, rounded down to a character; whether that
+    rounding was needed, i.e. the units end inside a character; the units in the whole line)."""
+    codec, width = _codec(encoding)
+    data = content.encode(codec, "surrogatepass")  # lone surrogates (JSON carries them) are one unit, as in UTF-16
+    head = data[:units * width]
+    try:
+        before = head.decode(codec, "surrogatepass")
+    except UnicodeDecodeError as exc:  # the units end inside a UTF-8 sequence
+        before = head[:exc.start].decode(codec, "surrogatepass")
+    if not content.startswith(before):  # the units end between the two halves of a UTF-16 surrogate pair
+        before = before[:-1]
+    return len(before), len(before.encode(codec, "surrogatepass")) != len(head), len(data) // width
+
+
+def _line_start(lines: list[str], line: int) -> int:
+    return sum(map(len, lines[:line]))
+
+
+def offset_at(text: str, position: types.Position, encoding=types.PositionEncodingKind.Utf16) -> int:
+    """The code-point offset of an LSP position in the text (lines as LSP counts them, characters in the position
+    encoding's code units); ValueError (with a clear message) when the position is negative, lies past the end of
+    its line or of the text, or inside a character (between the halves of a UTF-16 surrogate pair, say)."""
     if position.line < 0 or position.character < 0:
         raise ValueError(f"position {position.line}:{position.character} is negative")
+    lines = lsp_lines(text)
     if position.line >= len(lines):
-        at_last_empty_line = position.line == len(lines) and (not source or source.endswith(("\n", "\r")))
+        at_last_empty_line = position.line == len(lines) and (not text or text.endswith(("\n", "\r")))
         if at_last_empty_line and position.character == 0:
-            return len(source)
+            return len(text)
         raise ValueError(f"line {position.line} is past the end of the document ({len(lines)} lines)")
-    line_text = lines[position.line].rstrip("\r\n")
-    units = document.position_codec.client_num_units(line_text)
+    content = lines[position.line].rstrip("\r\n")
+    column, inside, units = _split_line(content, position.character, encoding)
     if position.character > units:
         raise ValueError(f"character {position.character} is past the end of line {position.line} ({units} units)")
-    return document.offset_at_position(position)
+    if inside:
+        char = content[column]
+        raise ValueError(f"character {position.character} of line {position.line} falls inside {char!r} "
+                         f"(U+{ord(char):04X}, more than one {getattr(encoding, 'value', encoding)} code unit): a "
+                         "position must be at a character boundary")
+    return _line_start(lines, position.line) + column
+
+
+def cursor_offset(document, position: types.Position) -> int:
+    """offset_at for a workspace document (its text and the position encoding agreed with the client)."""
+    return offset_at(document.source, position, document.position_codec.encoding)
+
+
+def apply_change(text: str, change_range: types.Range, new_text: str, encoding=types.PositionEncodingKind.Utf16) -> str:
+    """The text after an incremental didChange: `new_text` in place of the range (lines as LSP counts them). A
+    notification gets no error, so a position past the end of its line or of the text is taken as that end, and one
+    inside a character as that character's start, as editors expect."""
+    lines = lsp_lines(text)
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        content = lines[position.line].rstrip("\r\n")
+        return _line_start(lines, position.line) + _split_line(content, position.character, encoding)[0]
+
+    start, end = offset(change_range.start), offset(change_range.end)
+    return text[:start] + new_text + text[max(start, end):]
 
 
 def encodable(text: str) -> str:
@@ -64,3 +125,35 @@ def completion_item(text: str, word: str, word_range: types.Range) -> types.Comp
         documentation=word + text,
         filter_text=first_line, sort_text="0", insert_text_format=types.InsertTextFormat.PlainText,
         text_edit=types.TextEdit(range=word_range, new_text=word + text))
+
+
+JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def request_id(unparsable: str) -> int | str | None:
+    """The id of a JSON-RPC request that does not parse (cut short, say), when its top-level members before the fault
+    name one; None when they do not (as JSON-RPC answers then), or when they look like a response."""
+    decoder, members, keys = json.JSONDecoder(), {}, set()
+    at = JSON_SPACE.match(unparsable).end()
+    if not unparsable.startswith("{", at):
+        return None
+    at += 1
+    while True:  # "key": value pairs, until one does not parse
+        try:
+            key, at = decoder.raw_decode(unparsable, JSON_SPACE.match(unparsable, at).end())
+            at = JSON_SPACE.match(unparsable, at).end()
+            if not isinstance(key, str) or not unparsable.startswith(":", at):
+                break
+            keys.add(key)
+            value, at = decoder.raw_decode(unparsable, JSON_SPACE.match(unparsable, at + 1).end())
+        except ValueError:
+            break
+        members[key] = value
+        at = JSON_SPACE.match(unparsable, at).end()
+        if not unparsable.startswith(",", at):
+            break
+        at += 1
+    found = members.get("id")
+    if type(found) not in (int, str) or {"result", "error"} & keys:
+        return None
+    return found

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from . import convert
-from .backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query
+from .backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query, TokenError
+from .protocol import UNPARSABLE, NestlingProtocol, quiet_unparsable
 from .settings import Settings, merge
 
 log = logging.getLogger(__name__)
@@ -25,13 +27,35 @@ RESTART = "Restart the daemon"  # the action offered when the daemon runs other 
 
 class NestlingLanguageServer(LanguageServer):
     def __init__(self, make_backend):
-        super().__init__("nestling", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("nestling", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=NestlingProtocol)
+        logging.getLogger("pygls.server").addFilter(quiet_unparsable)  # (once: the same filter is added once)
         self.make_backend = make_backend  # Settings -> DaemonBackend | EmbeddedBackend
         self.settings = Settings()
         self.backend: DaemonBackend | EmbeddedBackend | None = None
         self.prefilling: asyncio.Task | None = None  # the prefill of the document opened last, until it ends
         self.ready: asyncio.Task | None = None  # the backend's start at initialization (prefills wait for it)
         self.offer: asyncio.Task | None = None  # the question whether to restart a daemon that runs other code
+        self.told_token_for = None  # the backend whose missing or wrong token the user was shown (once per backend)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A message body that is not JSON gets a parse error response (pygls's pop-up "Error in server" for it);
+        other faults as pygls reports them."""
+        if isinstance(error, UNPARSABLE) and source is JsonRpcException:
+            self.protocol.reject_unparsable(error)
+            return
+        super().report_server_error(error, source)
+
+    def tell(self, problem: BackendError, log_only: bool = False) -> None:
+        """A backend problem for the user: an error message, but for a completion's only a log message (they come
+        per keystroke), except the token's, which the user is shown once per backend (it fails every request)."""
+        if isinstance(problem, TokenError) and self.told_token_for is not self.backend:
+            self.told_token_for, log_only = self.backend, False
+        message = f"nestling: {problem}"
+        if log_only:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
+        else:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
 
     def progress(self):
         """A reporter for backend start-up, shown as $/progress when the client supports it."""
@@ -57,7 +81,7 @@ class NestlingLanguageServer(LanguageServer):
 def query_for(ls: NestlingLanguageServer, uri: str, position: types.Position, alternatives: int,
               selected: types.SelectedCompletionInfo | None = None) -> tuple[Query, str]:
     """(the backend query, the selected text to prefix items with); InvalidParams for a bad document/position."""
-    if uri not in ls.workspace.text_documents:
+    if unquote(uri) not in ls.workspace.text_documents:  # kept under the decoded URI (VS Code encodes spaces, ...)
         raise JsonRpcInvalidParams(f"document {uri} is not open (send textDocument/didOpen first)")
     document = ls.workspace.get_text_document(uri)
     try:
@@ -82,7 +106,7 @@ async def run_query(ls: NestlingLanguageServer, query: Query) -> list[str]:
     try:
         return await ls.backend.complete(query, ls.progress())
     except BackendError as exc:
-        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"nestling: {exc}"))
+        ls.tell(exc, log_only=True)
         return []
 
 
@@ -160,10 +184,10 @@ async def _warm_up(ls: NestlingLanguageServer) -> None:
     """Start (or find) the daemon right away, so the first keystroke does not wait for the model."""
     try:
         await ls.backend.ensure_ready(ls.progress())
+        notice = await ls.backend.stale_notice()
     except BackendError as exc:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
+        ls.tell(exc)
         return
-    notice = await ls.backend.stale_notice()
     if notice and ls.backend.can_restart:  # asked apart: prefills wait for the warm-up, not for the user's answer
         ls.offer = asyncio.ensure_future(_offer_restart(ls, notice))
     elif notice:
@@ -186,7 +210,7 @@ async def _offer_restart(ls: NestlingLanguageServer, notice: str) -> None:
     try:
         await ls.backend.restart(ls.progress())
     except BackendError as exc:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"nestling: {exc}"))
+        ls.tell(exc)
 
 
 async def _prefill(ls: NestlingLanguageServer, opened: Opened) -> None:

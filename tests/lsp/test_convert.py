@@ -1,6 +1,10 @@
 """Edge conversions of the language server (lsp/convert.py)."""
 
-from nestling.lsp.convert import encodable
+import pytest
+from lsprotocol import types
+from pygls.workspace import PositionCodec, TextDocument
+
+from nestling.lsp.convert import apply_change, cursor_offset, encodable, lsp_lines, offset_at, request_id
 
 
 def test_lone_surrogates_become_one_character_each_and_valid_text_is_kept_as_it_is():
@@ -10,3 +14,66 @@ def test_lone_surrogates_become_one_character_each_and_valid_text_is_kept_as_it_
     fixed = encodable(broken)
     assert fixed == "a = '?'\nb = 1\n" and len(fixed) == len(broken)
     fixed.encode("utf-8")
+
+
+# Characters str.splitlines (and so pygls's TextDocument) breaks lines at, which LSP does not: only \n, \r\n and \r end
+# an LSP line.
+NOT_LSP_BREAKS = ["\f", "\v", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", NOT_LSP_BREAKS)
+def test_the_cursor_lands_on_the_lsp_line_whatever_other_line_breaks_the_text_holds(char):
+    text = f"x = 1  # {char} page\ndef square(v):\n    return "
+    position = types.Position(line=2, character=11)  # the end of "    return "
+    assert cursor_offset(TextDocument("file:///x.py", text), position) == len(text)
+    assert cursor_offset(TextDocument("file:///x.py", text), types.Position(line=1, character=11)) == \
+        text.index("v):")
+    with pytest.raises(ValueError, match="past the end of the document \\(3 lines\\)"):
+        offset_at(text, types.Position(line=3, character=0))
+    assert lsp_lines(f"a{char}b\nc\r\nd\re") == [f"a{char}b\n", "c\r\n", "d\r", "e"]
+
+
+def test_a_position_inside_a_character_is_refused_and_one_at_its_boundaries_is_not():
+    text = "s = '\U0001f600' + 'é'\n"  # the emoji: 2 UTF-16 units, 4 UTF-8 bytes; é: 2 UTF-8 bytes
+    utf16 = types.PositionEncodingKind.Utf16
+    assert offset_at(text, types.Position(0, 5), utf16) == 5 and offset_at(text, types.Position(0, 7), utf16) == 6
+    with pytest.raises(ValueError, match="character 6 of line 0 falls inside .*U\\+1F600.*character boundary"):
+        offset_at(text, types.Position(0, 6), utf16)
+    with pytest.raises(ValueError, match="character boundary"):  # the pygls document, as the server has it
+        cursor_offset(TextDocument("file:///x.py", text, position_codec=PositionCodec(utf16)), types.Position(0, 6))
+    utf8 = types.PositionEncodingKind.Utf8
+    for inside in (6, 7, 8, 15):
+        with pytest.raises(ValueError, match="character boundary"):
+            offset_at(text, types.Position(0, inside), utf8)
+    assert offset_at(text, types.Position(0, 9), utf8) == 6 and offset_at(text, types.Position(0, 16), utf8) == 12
+    assert offset_at(text, types.Position(0, 6), types.PositionEncodingKind.Utf32) == 6
+    lone = "a = '\ud800' + b\n"  # a lone surrogate (JSON carries them) is one unit
+    assert offset_at(lone, types.Position(0, 7)) == 7
+
+
+def test_incremental_edits_follow_lsp_lines():
+    for char in NOT_LSP_BREAKS:
+        text = f"x = 1  # {char} page\ndef square(v):\n    return "
+        edit = types.Range(start=types.Position(2, 11), end=types.Position(2, 11))
+        assert apply_change(text, edit, "v * v") == text + "v * v"
+        renamed = apply_change(text, types.Range(start=types.Position(1, 11), end=types.Position(1, 12)), "value")
+        assert renamed == text.replace("(v)", "(value)")
+        across = types.Range(start=types.Position(0, 10), end=types.Position(1, 3))  # from after the char to "def"
+        assert apply_change(text, across, "") == f"x = 1  # {char} square(v):\n    return "
+    text = "a\r\nb\rc😀d"
+    assert apply_change(text, types.Range(start=types.Position(2, 1), end=types.Position(2, 3)), "") == "a\r\nb\rcd"
+    # a notification gets no error: past a line's or the text's end is that end
+    assert apply_change(text, types.Range(start=types.Position(0, 9), end=types.Position(0, 9)), "!") == \
+        "a!\r\nb\rc😀d"
+    past_the_end = types.Range(start=types.Position(50, 0), end=types.Position(60, 3))
+    assert apply_change(text, past_the_end, "XYZ") == text + "XYZ"
+
+
+def test_the_id_of_a_request_that_does_not_parse_is_found_when_its_first_members_say_it():
+    assert request_id('{"jsonrpc":"2.0","id":900,"method":"textDocument/inlineCompletion", "params": {') == 900
+    assert request_id(' { "id" : "a-1" , "method": "x", "params": [1,') == "a-1"
+    assert request_id('{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":5}') is None  # not at the top
+    assert request_id('{"jsonrpc":"2.0","id":3,"result":{"a":') is None  # a response: no answer
+    assert request_id('{"jsonrpc":"2.0","id":true,') is None
+    assert request_id('{"jsonrpc":"2.0",,"id":4}') is None
+    assert request_id("not json") is None and request_id("") is None

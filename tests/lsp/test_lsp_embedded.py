@@ -147,3 +147,89 @@ async def test_bad_settings_changed_later_are_reported_and_the_embedded_engine_k
     assert "nestling: ignored settings maxTokens=0" in messages
     assert "nestling: ignored settings daemon='socket'" in messages
     assert not any("completion failed" in m for m in messages)
+
+
+async def send_raw(client: LanguageClient, body: bytes, msg_id):
+    """Writes a message as it comes (pygls's client would refuse to send it) and awaits the response for msg_id."""
+    from concurrent.futures import Future
+
+    response: Future = Future()
+    client.protocol._request_futures[msg_id] = response
+    client.protocol.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    return await asyncio.wait_for(asyncio.wrap_future(response), 30)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_malformed_requests_get_error_responses_not_pop_ups_or_tracebacks(client: LanguageClient, capfd):
+    import json
+
+    from pygls.exceptions import JsonRpcInvalidParams, JsonRpcParseError
+
+    def request(msg_id, params):
+        return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "textDocument/inlineCompletion",
+                           "params": params}).encode()
+
+    document, context = {"uri": URI}, {"triggerKind": 1}
+    bad = {"negative": ({"textDocument": document, "position": {"line": -1, "character": -5}, "context": context},
+                        "should be in range .* @ \\$.params.position"),
+           "missing": ({"textDocument": document, "context": context}, "required field missing @ \\$.params.position"),
+           "null": (None, "Invalid params of textDocument/inlineCompletion"),
+           "line a": ({"textDocument": document, "position": {"line": "a", "character": 0}, "context": context},
+                      "expected int .*@ \\$.params.position.line")}
+    for msg_id, (params, message) in bad.items():
+        with pytest.raises(JsonRpcInvalidParams, match=message):
+            await send_raw(client, request(msg_id, params), msg_id)
+    with pytest.raises(JsonRpcParseError, match="Expecting property name"):
+        await send_raw(client, b'{"jsonrpc":"2.0","id":900,"method":"textDocument/inlineCompletion", "params": {', 900)
+    with pytest.raises(JsonRpcParseError):  # no id to be read: JSON-RPC's null id
+        await send_raw(client, b'{"jsonrpc":', None)
+    with pytest.raises(JsonRpcInvalidParams, match="past the end of line"):  # refused by the handler
+        await client.text_document_inline_completion_async(inline_params(0, 99))
+    assert len((await client.text_document_inline_completion_async(inline_params(5, 4))).items) == 1  # serving
+    await asyncio.sleep(0.5)  # the server's stderr is forwarded
+    assert not [m.message for m in client.messages if "Error in server" in m.message]
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err
+    assert len([line for line in err.splitlines() if "refused" in line]) == 7, err  # a line for each
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_only_lsp_line_breaks_count_in_positions_and_incremental_edits(client: LanguageClient):
+    uri = "file:///work/breaks.py"
+    text = "x = 1  # \f page \v \x85 \x1c \u2028 \u2029 end\ndef square(value):\n    return "
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # "val" typed at the end of the third line
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=2, character=11), end=types.Position(line=2, character=11)),
+            text="val")]))
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=2, character=14)))
+    assert len(result.items) == 1
+    edit = result.items[0].text_edit  # its word is the text before the cursor, as the server has the document
+    assert edit.new_text.startswith("val") and edit.range.start == types.Position(line=2, character=11), edit
+    with pytest.raises(Exception, match="past the end of the document"):  # three lines, not nine
+        await client.text_document_inline_completion_async(inline_params(3, 0, uri=uri))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_position_between_the_halves_of_a_surrogate_pair_is_invalid(client: LanguageClient):
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    uri = "file:///work/emoji.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text="s = '\U0001f600'; t = len(s)\nprint(")))
+    with pytest.raises(JsonRpcInvalidParams, match="character 6 of line 0 falls inside .*character boundary"):
+        await client.text_document_inline_completion_async(inline_params(0, 6, uri=uri))
+    result = await client.text_document_inline_completion_async(inline_params(0, 7, uri=uri))  # after the emoji
+    assert all(item.range.start == types.Position(line=0, character=7) for item in result.items)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_percent_encoded_uri_finds_its_document(client: LanguageClient):
+    uri = "file:///work/my%20project/caf%C3%A9.py"  # how VS Code sends a path with a space and an accent
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=SOURCE)))
+    result = await client.text_document_inline_completion_async(inline_params(5, 4, uri=uri))
+    assert len(result.items) == 1 and result.items[0].insert_text.strip()
