@@ -130,16 +130,20 @@ def run(args) -> int:
         return run_lookup(args)
     if args.target == "type-through":
         return run_type_through(args)
+    modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
+    repeated = sorted({m for m in modes if modes.count(m) > 1})
+    if repeated:  # each would run again and count its prompts twice
+        raise ValueError(f"--modes names {', '.join(repeated)} more than once: give each mode once")
+    modes += [peer for peer in PEERS if args.peers and peer not in modes]
+    unknown = [m for m in modes if m not in MODES + PEERS]
+    if unknown or not modes:
+        raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
+
     from ..bench.prompts import collect
     from ..bench.runner import environment, format_table, run_bench
     from ..runtime import load_runtime
     from ..speculative.drafter import TreeBudget
 
-    modes = list(MODES) if args.ablation else [m.strip() for m in args.modes.split(",") if m.strip()]
-    modes += [peer for peer in PEERS if args.peers and peer not in modes]
-    unknown = [m for m in modes if m not in MODES + PEERS]
-    if unknown or not modes:
-        raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     shapes = read_shape_variants(args.shape_variants) if args.shape_variants else {}

@@ -11,6 +11,7 @@ from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
 from ..modes import MODE_HELP, MODES
+from ..service.postprocess import block_end, cursor_context, finalize, line_mode
 from .status import add_daemon_options
 
 LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loading its model
@@ -33,10 +34,14 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object: text and stats")
     p.add_argument("--daemon", action="store_true",
                    help="ask the running daemon (`nestling serve`) instead of loading the model here: the completion "
-                        "an editor gets there (the daemon's prompt budget and post-processing), without the seconds a "
-                        "model load takes")
+                        "an editor gets there (the daemon's prompt budget), without the seconds a model load takes")
     p.add_argument("--line-mode", choices=list(LINE_MODE_CODES), default="auto",
-                   help="with --daemon: complete one line, several, or decide from the syntax (default auto)")
+                   help="complete one line, several, or decide from the syntax (default auto), and cut the text there "
+                        "as the daemon does for an editor")
+    p.add_argument("--raw", action="store_true",
+                   help="print the model's continuation as it wrote it, up to --max-tokens, without the daemon's "
+                        "post-processing (by default the text is cut at the end of the line or block and what the "
+                        "text after the cursor already has is dropped, as an editor shows it)")
     add_daemon_options(p, "with --daemon: ")
     add_model_options(p)
 
@@ -49,19 +54,70 @@ def check_sampling_flags(args) -> None:
         raise ValueError("--seed must be in 0 .. 2**64 - 1")
 
 
+def warn_unused_sampling_flags(args) -> None:
+    """--seed and --top-p shape sampling only: with greedy decoding (--temperature 0) say that they do nothing."""
+    unused = [flag for flag, given in (("--seed", args.seed is not None), ("--top-p", args.top_p != 1.0)) if given]
+    if args.temperature == 0 and unused:
+        print(f"nestling complete: warning: {' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} only "
+              "when sampling (--temperature above 0); greedy decoding ignores "
+              f"{'them' if len(unused) > 1 else 'it'}", file=sys.stderr)
+
+
+TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
+
+
+def read_source(path: Path) -> str:
+    """The file's text (UTF-8; a byte order mark is neither text nor a column); ValueError for a file that cannot be
+    read or does not look like text (NUL bytes, or mostly bytes that are not UTF-8), before any model loads."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # missing, a folder, unreadable
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise ValueError(f"{path} does not look like text (it has NUL bytes): give a source file")
+    sample = data[:TEXT_SAMPLE_BYTES].decode("utf-8-sig", errors="replace")
+    literal = data[:TEXT_SAMPLE_BYTES].count("\ufffd".encode())  # U+FFFD written in the file itself
+    invalid = sample.count("\ufffd") - literal
+    if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
+        raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
+                         "UTF-8): give a source file in UTF-8")
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def check_position(text: str, line: int, col: int) -> None:
+    """ValueError for a --line/--col outside `text` (1-based), saying how long the file or line is."""
+    lines = text.split("\n")
+
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    if not 1 <= line <= len(lines):
+        raise ValueError(f"line {line} is outside the document (it has {count(len(lines), 'line')})")
+    if col < 1:
+        raise ValueError(f"column {col} is before the start of line {line} (columns start at 1)")
+    if col > len(lines[line - 1]) + 1:
+        raise ValueError(f"column {col} is past the end of line {line} (it has "
+                         f"{count(len(lines[line - 1]), 'character')})")
+
+
 def run(args) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     check_sampling_flags(args)
-    try:
-        text = args.file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:  # missing, a folder, unreadable: said before any model loads
-        raise ValueError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    text = read_source(args.file)
+    check_position(text, args.line, args.col)
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     if args.daemon:
+        if args.raw:
+            raise ValueError("--raw does not go with --daemon: the daemon always cuts the text as an editor shows it; "
+                             "drop one of them")
+        warn_unused_sampling_flags(args)
         return complete_on_daemon(args, text, len(prefix))
-    if args.socket or args.tcp or args.token or args.line_mode != "auto":
-        raise ValueError("--socket, --tcp, --token and --line-mode go with --daemon")
+    if args.socket or args.tcp or args.token:
+        raise ValueError("--socket, --tcp and --token go with --daemon")
+    if args.raw and args.line_mode != "auto":
+        raise ValueError("--line-mode says where to cut the text, and --raw does not cut it: drop one of them")
+    warn_unused_sampling_flags(args)
     return complete_here(args, text, prefix, suffix)
 
 
@@ -74,24 +130,31 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=args.file.name)
-    region = SyntaxDocument(text, find_language(None, str(args.file))).region_at(len(prefix))
+    language = find_language(None, str(args.file))
+    region = SyntaxDocument(text, language).region_at(len(prefix))
+    # the daemon's post-processing (service/completion.py): the same line mode, the same early stop at the end of the
+    # line or block, the same cut; every --mode stops on the same text, so their outputs compare as before
+    context = None if args.raw else cursor_context(prefix, suffix, region, language)
+    shape = "raw" if context is None else line_mode(args.line_mode, context)
+    text_end = None if context is None else (lambda t: block_end(t, context, shape))
     generation = runtime.engine(args.mode).generate(
         prompt.token_ids,
         Sampling(temperature=args.temperature, top_p=args.top_p, seed=args.seed),
-        StopRule(max_new_tokens=args.max_tokens, stop_strings=tuple(args.stop)),
+        StopRule(max_new_tokens=args.max_tokens, stop_strings=tuple(args.stop), text_end=text_end),
         budget=runtime.budget_for(args.mode, region),
     ).run()
     stats = generation.stats
+    shown = generation.text if context is None else finalize(generation.text or "", context, shape)
     if args.json:
-        print(json.dumps({"text": generation.text, "mode": args.mode, "region": region.value,
+        print(json.dumps({"text": shown, "mode": args.mode, "region": region.value, "line_mode": shape,
                           **runtime.describe(), "stats": stats.to_dict()}))
         return 0
-    sys.stdout.write(generation.text + "\n")
+    sys.stdout.write(shown + "\n")
     print(
         f"-- {stats.new_tokens} tokens, mode {args.mode}, tau {stats.tau:.2f}, "
         f"{stats.decode_tokens_per_s:.1f} tok/s decode, prefill {stats.prefill_ms:.0f} ms "
         f"({stats.prompt_tokens} prompt tokens), total {stats.total_ms:.0f} ms, stop: {stats.stop_reason}, "
-        f"region {region.value}; "
+        f"region {region.value}, {'raw text' if context is None else f'line mode {shape}'}; "
         f"head: {runtime.head_source}",
         file=sys.stderr,
     )

@@ -18,7 +18,7 @@ def add_parser(sub, add_model_options) -> None:
 
 
 def run(args) -> int:
-    config, sources = load_config(settings_from(args))
+    config, sources = load_config(settings_from(args), named_file_must_exist=True)
     values = config.to_dict()
     if args.json:
         print(json.dumps({"file": str(config_path()), "settings": values, "sources": sources}, indent=2))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from ..grpc_api.daemon_lock import DaemonError
@@ -17,20 +18,39 @@ COMMANDS = {"complete": complete, "bench": bench, "serve": serve, "status": stat
             "profile": profile, "train-head": train_head}
 
 
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """--model/--head/--device/--dtype, shared by every command that loads a model."""
+def add_model_options(parser: argparse.ArgumentParser, head: bool = True) -> None:
+    """--model/--head/--device/--dtype, shared by every command that loads a model (head=False: a command that loads
+    no drafter, e.g. train-head, which trains one)."""
     parser.add_argument("--model", help="embedded model name, local Hugging Face folder, or .gguf file "
                                         "(default: the embedded qwen2.5-coder-0.5b)")
-    parser.add_argument("--head", help="EAGLE head folder, 'untrained', 'none', or 'model:SPEC' to draft with a "
-                                       "smaller model sharing the tokenizer (default: the head shipped for the "
-                                       "model, else the smaller embedded model that drafts for it)")
+    if head:
+        parser.add_argument("--head", help="EAGLE head folder, 'untrained', 'none', or 'model:SPEC' to draft with a "
+                                           "smaller model sharing the tokenizer (default: the head shipped for the "
+                                           "model, else the smaller embedded model that drafts for it)")
     parser.add_argument("--device", help="cuda, cuda:N or cpu (default: cuda when present)")
     parser.add_argument("--dtype", choices=["bfloat16", "float32", "float16"],
-                        help="default: bfloat16 where the hardware supports it, else float32")
+                        help="default: bfloat16 where the hardware supports it, else float16 on a GPU and float32 on "
+                             "a CPU")
+
+
+class VersionAction(argparse.Action):
+    """--version / -V: the installed version and the code stamp (a digest of the installed files, as `nestling
+    status` shows a daemon's), computed only when asked for; no model code is imported."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..code_stamp import code_stamp, installed_version
+
+        print(f"nestling {installed_version()} (code {code_stamp()})")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nestling", description=__doc__.split("\n")[0])
+    parser.add_argument("-V", "--version", action=VersionAction,
+                        help="print the installed version and its code stamp, then exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
@@ -44,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="nestling: %(levelname)s: %(message)s")
     try:
         return int(COMMANDS[args.command].run(args) or 0)
+    except BrokenPipeError:  # the reader went away (`nestling status | head -1`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+        return 0
     except (ModelLoadError, DaemonError, ValueError, OSError) as exc:
         print(f"nestling {args.command}: error: {exc}", file=sys.stderr)
         return 2

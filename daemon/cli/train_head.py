@@ -72,7 +72,8 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--no-resume", action="store_true", help="start training over even if a checkpoint exists")
     _add_dataclass_options(p, DataConfig)
     _add_dataclass_options(p, TrainConfig, skip=("seed",))
-    add_model_options(p)
+    add_model_options(p, head=False)  # it trains a head (--init-head starts from one): no --head to draft with
+    p.add_argument("--head", help=argparse.SUPPRESS)  # only to refuse it by name (run)
 
 
 def run(args) -> int:
@@ -80,11 +81,17 @@ def run(args) -> int:
     from ..training.pipeline import run_training
     from ..training.stopping import TrainingStopped
 
+    if args.head is not None:
+        raise ValueError("train-head trains a head and drafts with none: drop --head (--init-head DIR starts the "
+                         "training from a trained head)")
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     train = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "seed"})
     check_settings(data, train)
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a folder")
+    if train.max_steps == 0:
+        print(f"nestling train-head: --max-steps 0: distilling into {data.cache_dir} and scoring the starting head "
+              "only; no training steps", file=sys.stderr)
     target = load_target(args.model, device=args.device, dtype=args.dtype)
     command = "nestling " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     if args.no_resume:  # training starts over: its checkpoint and the draft vocabulary counted for it go

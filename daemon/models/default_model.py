@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from .errors import ModelLoadError
 from .gguf_convert import convert_gguf
-from .paths import cache_dir
+from .paths import checked_cache_dir
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def assemble_parts(parts: list[Path], dest: Path, sha256: str, progress: bool = 
 
 def converted_dir(model: EmbeddedModel) -> Path:
     """Where the converted bfloat16 Hugging Face folder of `model` lives."""
-    return cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
+    return checked_cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
 
 
 def ensure_embedded_model(name: str = DEFAULT_MODEL, progress: bool = True) -> Path:

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -317,13 +319,67 @@ def _read_config(folder: Path):
     known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types", "target_feature_layers")}
     known["num_hidden_layers"] = 1
     try:
-        config = AutoConfig.for_model(model_type, **known)
+        with _quiet_transformers():  # its warnings about the config's special token ids: a head uses none of them
+            config = AutoConfig.for_model(model_type, **known)
     except Exception as exc:
         raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({exc})") from exc
     config.num_hidden_layers = 1
     if hasattr(config, "layer_types"):
         config.layer_types = ["full_attention"]
+    _check_config(config, path)
     return config, raw
+
+
+@contextmanager
+def _quiet_transformers():
+    """transformers' warnings held back (not printed raw to a user's terminal): what matters in a head's config is
+    checked by _check_config and load_head, with errors that name the file."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+# the sizes a head's decoder layer is built from: each a positive integer
+HEAD_SIZES = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "vocab_size")
+
+
+def _check_config(config, path: Path) -> None:
+    """HeadLoadError naming `path` for a config no head layer can be built from (before building it divides by zero
+    or makes tensors of impossible shapes)."""
+    def unusable(why: str) -> HeadLoadError:
+        return HeadLoadError(f"{path}: not a usable head config: {why}")
+
+    def positive(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+    for name in HEAD_SIZES:
+        value = getattr(config, name, None)
+        if value is None and name == "num_key_value_heads":
+            continue  # families without grouped-query attention: as many as num_attention_heads
+        if not positive(value):
+            raise unusable(f"{name} must be a positive integer, not {value!r}")
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None)
+    if head_dim is None:
+        if config.hidden_size % heads:
+            raise unusable(f"hidden_size {config.hidden_size} is not divisible by num_attention_heads {heads}")
+        head_dim = config.hidden_size // heads
+    elif not positive(head_dim):
+        raise unusable(f"head_dim must be a positive integer, not {head_dim!r}")
+    if head_dim % 2:
+        raise unusable(f"the attention head size {head_dim} is odd (rotary position embeddings need an even one)")
+    if heads % kv_heads:
+        raise unusable(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
+    eps = getattr(config, "rms_norm_eps", None)
+    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps)
+                            or eps <= 0):
+        raise unusable(f"rms_norm_eps must be a positive number, not {eps!r}")
 
 
 def _model_type_from_architectures(architectures: list[str]) -> str | None:
@@ -360,20 +416,31 @@ def load_head(folder: str | Path, target=None) -> EagleHead:
     if not isinstance(layers, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i
                                                 for i in layers):
         raise HeadLoadError(f"{folder / 'config.json'}: target_feature_layers must be a list of layer indices")
+    vocab = target.config.vocab_size if target is not None else None
+    if target is not None and "vocab_size" in raw and raw["vocab_size"] != vocab:
+        # a head's config is its target's, one layer deep: another vocabulary means a head for another model
+        raise HeadLoadError(f"{folder / 'config.json'}: vocab_size {raw['vocab_size']} does not match the target's "
+                            f"vocabulary ({vocab}); this head was made for another model")
     draft_to_target = None
     if "d2t" in state:
         offsets = state.pop("d2t").to(torch.long)
         draft_to_target = offsets + torch.arange(offsets.numel())
     state.pop("t2d", None)
     state.pop("embed_tokens.weight", None)
-    head = EagleHead(
-        config,
-        fc_bias="fc.bias" in state,
-        input_norm="layers.0.input_layernorm.weight" in state,
-        draft_to_target=draft_to_target,
-        own_lm_head="lm_head.weight" in state and draft_to_target is not None,
-        feature_layers=tuple(layers),
-    )
+    try:
+        head = EagleHead(
+            config,
+            fc_bias="fc.bias" in state,
+            input_norm="layers.0.input_layernorm.weight" in state,
+            draft_to_target=draft_to_target,
+            own_lm_head="lm_head.weight" in state and draft_to_target is not None,
+            feature_layers=tuple(layers),
+        )
+    except HeadLoadError:
+        raise
+    except Exception as exc:  # a value _check_config let through that the layer's family cannot build from
+        raise HeadLoadError(f"{folder / 'config.json'}: not a usable head config ({type(exc).__name__}: {exc})") \
+            from exc
     if head.lm_head is None:
         state.pop("lm_head.weight", None)
     expected = {k: v for k, v in head.state_dict().items() if not k.startswith("rotary.")}

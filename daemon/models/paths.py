@@ -8,11 +8,41 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The user cache dir: $NESTLING_CACHE_DIR, else $XDG_CACHE_HOME/nestling, else ~/.cache/nestling."""
+    """The user cache dir: $NESTLING_CACHE_DIR, else $XDG_CACHE_HOME/nestling, else ~/.cache/nestling (created when
+    first written). The row-invariance verdict does without it (checked again at the next load) when it cannot be
+    written; the converted model and the cost profile use checked_cache_dir."""
+    return _cache_dir_and_source()[0]
+
+
+def checked_cache_dir() -> Path:
+    """cache_dir(), for the files nestling keeps there by all means (the converted model, the cost profile): a
+    NotADirectoryError naming the variable that set it when the path is a file, or lies under one."""
+    path, named, value = _cache_dir_and_source()
+    if named:
+        _check_folder(path, named, value)
+    return path
+
+
+def _cache_dir_and_source() -> tuple[Path, str | None, str | None]:
     if env := os.environ.get("NESTLING_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "nestling"
+        return Path(env), "$NESTLING_CACHE_DIR", env
+    if env := os.environ.get("XDG_CACHE_HOME"):
+        return Path(env) / "nestling", "$XDG_CACHE_HOME", env
+    return Path.home() / ".cache" / "nestling", None, None
+
+
+def _check_folder(path: Path, named: str, value: str) -> None:
+    """NotADirectoryError when `path`, or the nearest part of it that exists, is not a folder."""
+    for part in (path, *path.parents):
+        try:
+            if not part.exists():
+                continue
+        except OSError:  # (a folder above it not searchable: the write that follows says so)
+            return
+        if not part.is_dir():
+            raise NotADirectoryError(f"{named} is {value!r}, but {part} is a file, not a folder: set {named} to a "
+                                     "folder (it is created if missing), or unset it for the default location")
+        return
 
 
 @contextmanager

@@ -24,12 +24,15 @@ QWEN_STOP_IDS = (151643, 151645)  # <|endoftext|>, <|im_end|>
 
 
 def resolve_device(requested: str | None = None) -> torch.device:
-    """CUDA if present (or the device asked for), else CPU."""
-    if requested:
+    """CUDA if present (or the device asked for: cpu, cuda or cuda:N), else CPU. Other torch device types (mps, xpu,
+    meta, ...) parse but are refused: the engine runs on CPUs and CUDA GPUs only."""
+    if requested is not None:  # "" is no device name, not the default
         try:
             device = torch.device(requested)
         except RuntimeError:
             raise ModelLoadError(f"device {requested!r} is not a device name (cpu, cuda or cuda:N)") from None
+        if device.type not in ("cpu", "cuda"):
+            raise ModelLoadError(f"device {requested!r} is not supported (cpu, cuda or cuda:N)")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ModelLoadError(f"device {requested!r} was asked for but CUDA is not available")
         if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
@@ -286,7 +289,7 @@ def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Pa
     """(display name, Hugging Face folder) for --model: None/embedded name, a folder, or a .gguf file."""
     from .default_model import DEFAULT_MODEL, EMBEDDED_MODELS, ensure_embedded_model
     from .gguf_convert import convert_gguf
-    from .paths import cache_dir
+    from .paths import checked_cache_dir
 
     if spec is None or spec in EMBEDDED_MODELS:
         name = spec or DEFAULT_MODEL
@@ -299,7 +302,7 @@ def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Pa
         )
     if path.is_file() and path.suffix == ".gguf":
         stat = path.stat()
-        converted = cache_dir() / "models" / f"{path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+        converted = checked_cache_dir() / "models" / f"{path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
         if not (converted / "model.safetensors").is_file():
             convert_gguf(path, converted, progress=progress)
         return path.name, converted

@@ -22,7 +22,7 @@ from ..log_levels import NOTICE
 from ..models import attention
 from ..models.kv_cache import new_cache, truncate
 from ..models.target import TargetModel, cpu_features, cpu_name, kernel_settings
-from ..models.paths import cache_dir
+from ..models.paths import checked_cache_dir
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
 from ..speculative.stats import Clock
@@ -145,7 +145,7 @@ def busy_elsewhere(before: CpuSnapshot, after: CpuSnapshot) -> float | None:
 
 
 def profile_path(key: str) -> Path:
-    return cache_dir() / "profiles" / f"{key}.json"
+    return checked_cache_dir() / "profiles" / f"{key}.json"
 
 
 def non_decreasing(values: list[float]) -> list[float]:

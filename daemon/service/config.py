@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -78,13 +79,24 @@ class ServiceConfig:
         return asdict(self)
 
 
-def load_config(overrides: dict | None = None, path: Path | None = None) -> tuple[ServiceConfig, dict[str, str]]:
-    """(config, where each value came from: default, file or flag). Unknown keys in the file are errors."""
+def load_config(overrides: dict | None = None, path: Path | None = None,
+                named_file_must_exist: bool = False) -> tuple[ServiceConfig, dict[str, str]]:
+    """(config, where each value came from: default, file or flag). Unknown keys in the file are errors, and so is a
+    path that is there but no file (a folder). A missing file means the defaults, except that with
+    `named_file_must_exist` a file $NESTLING_CONFIG names (the user's explicit choice, not the default location)
+    must exist."""
+    named = path is None and bool(os.environ.get("NESTLING_CONFIG"))
     path = path or config_path()
     names = {f.name for f in fields(ServiceConfig)}
     values: dict = {}
     sources = {name: "default" for name in names}
     try:  # (is_file() raises PermissionError where a folder above the file is not searchable)
+        if path.exists() and not path.is_file():
+            raise ValueError(f"{path}: not a file (a config file is a TOML file"
+                             f"{'; $NESTLING_CONFIG names it' if named else ''})")
+        if named_file_must_exist and named and not path.exists():
+            raise ValueError(f"{path}: no such file ($NESTLING_CONFIG names it: create it, or unset "
+                             "$NESTLING_CONFIG for the default location)")
         text = path.read_text() if path.is_file() else None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None
@@ -109,29 +121,60 @@ def load_config(overrides: dict | None = None, path: Path | None = None) -> tupl
             values[key] = value
             sources[key] = "flag"
     config = ServiceConfig(**values)
-    _validate(config)
+    _validate(config, sources)
     return config, sources
 
 
-def _validate(config: ServiceConfig) -> None:
-    for name, least in (("max_tokens", 0), ("max_tokens_limit", 0), ("prefix_tokens", 0), ("suffix_tokens", 0),
-                        ("max_document_chars", 0), ("cache_limit_mb", 0), ("prefill_chunk_tokens", 0),
-                        ("prefill_chunk_ms", 1)):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:  # TOML true is no count
-            kind = "a positive" if least else "a non-negative"
-            raise ValueError(f"setting {name} must be {kind} integer, not {value!r}")
-    for name in ("allow_remote", "draft_gate", "exact_trees", "follow_last_completion", "packed_weights",
-                 "prefill_ahead", "static_shapes"):
-        if not isinstance(getattr(config, name), bool):
-            raise ValueError(f"setting {name} must be true or false, not {getattr(config, name)!r}")
-    for name in ("model", "head", "device", "dtype", "socket", "tcp", "token"):
-        value = getattr(config, name)
+DTYPES = ("bfloat16", "float32", "float16")  # what --dtype takes
+DTYPE_SHORT_NAMES = ("bf16", "fp32", "fp16")  # the model loader takes these too (config files written for it)
+DEVICE_NAME = re.compile(r"cpu|cuda(:\d+)?")  # what --device takes (whether that CUDA device is here: at load)
+# (least, most) of each count: the least a run can use (0 where it means none, or off), the most no machine gets near
+# (and a uint32 proto field holds): 2**20 tokens, 2**31 characters, 2**24 MB (16 TB), 10 minutes
+COUNTS = {"max_tokens": (1, 1 << 20), "max_tokens_limit": (1, 1 << 20), "prefix_tokens": (0, 1 << 20),
+          "suffix_tokens": (0, 1 << 20), "max_document_chars": (0, 1 << 31), "cache_limit_mb": (0, 1 << 24),
+          "prefill_chunk_tokens": (0, 1 << 20), "prefill_chunk_ms": (1, 600_000)}
+
+
+def _validate(config: ServiceConfig, sources: dict[str, str] | None = None) -> None:
+    """ValueError naming the setting (as the flag that set it, where a flag did) and the value it cannot take."""
+    def name_of(key: str) -> str:
+        return f"--{key.replace('_', '-')}" if sources and sources.get(key) == "flag" else f"setting {key}"
+
+    for key, (least, most) in COUNTS.items():
+        value = getattr(config, key)
+        floor = 1 if key == "prefill_chunk_ms" else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < floor:  # TOML true is no count
+            raise ValueError(f"{name_of(key)} must be {'a positive' if floor else 'a non-negative'} integer, "
+                             f"not {value!r}")
+        if not least <= value <= most:
+            raise ValueError(f"{name_of(key)} must be {f'at least {least}' if value < least else f'at most {most:,}'}"
+                             f", not {value:,}")
+    for key in ("allow_remote", "draft_gate", "exact_trees", "follow_last_completion", "packed_weights",
+                "prefill_ahead", "static_shapes"):
+        if not isinstance(getattr(config, key), bool):
+            raise ValueError(f"{name_of(key)} must be true or false, not {getattr(config, key)!r}")
+    for key in ("model", "head", "device", "dtype", "socket", "tcp", "token"):
+        value = getattr(config, key)
         if value is not None and (not isinstance(value, str) or not value):
-            raise ValueError(f"setting {name} must be a non-empty string, not {value!r}")
+            raise ValueError(f"{name_of(key)} must be a non-empty string, not {value!r}")
+    if config.device is not None and not DEVICE_NAME.fullmatch(config.device):
+        raise ValueError(f"{name_of('device')} must be cpu, cuda or cuda:N, not {config.device!r}")
+    if config.dtype is not None and config.dtype not in DTYPES + DTYPE_SHORT_NAMES:
+        raise ValueError(f"{name_of('dtype')} must be one of {', '.join(DTYPES)}, not {config.dtype!r}")
+    if config.tcp is not None:
+        from ..grpc_api.addresses import parse_tcp_address  # the daemon's own parser (light: no grpc, no torch)
+        from ..grpc_api.daemon_lock import DaemonError
+
+        try:
+            parse_tcp_address(config.tcp)
+        except DaemonError as exc:  # "--tcp 'x': why": the why, under this setting's name
+            why = str(exc).removeprefix(f"--tcp {config.tcp!r}: ")
+            raise ValueError(f"{name_of('tcp')} {config.tcp!r}: {why}") from None
     if config.mode not in MODES:
-        raise ValueError(f"setting mode must be one of {', '.join(MODES)}, not {config.mode!r}")
+        raise ValueError(f"{name_of('mode')} must be one of {', '.join(MODES)}, not {config.mode!r}")
     if config.max_tokens > config.max_tokens_limit:
-        raise ValueError("setting max_tokens exceeds max_tokens_limit")
+        raise ValueError(f"{name_of('max_tokens')} {config.max_tokens:,} exceeds {name_of('max_tokens_limit')} "
+                         f"{config.max_tokens_limit:,}: lower the one or raise the other (requests may ask for at "
+                         "most max_tokens_limit tokens)")
     if config.log_level not in LOG_LEVELS:
-        raise ValueError(f"setting log_level must be one of {', '.join(LOG_LEVELS)}, not {config.log_level!r}")
+        raise ValueError(f"{name_of('log_level')} must be one of {', '.join(LOG_LEVELS)}, not {config.log_level!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -40,7 +41,9 @@ class TrainConfig:
     warmup: int = 100  # linear warmup steps
     clip: float = 0.5  # gradient norm clip
     batch_tokens: int = 4096  # padded tokens per batch
-    max_steps: int = 2000  # optimizer steps at most (cosine decay to 10% over these)
+    # optimizer steps at most (cosine decay to 10% over these); 0 = distil only, into --cache-dir (which it then needs),
+    # and score the starting head: no training
+    max_steps: int = 2000
     time_limit_s: float | None = None  # stop after this much training time
     eval_every: int = 200  # steps between held-out evaluations (and checkpoints)
     # draft steps scored at each held-out evaluation, chain tau counting them all: the engine's trees go this deep,
@@ -77,6 +80,15 @@ def check_settings(data: DataConfig, train: TrainConfig) -> None:
         raise ValueError(f"--held-out-fraction must be between 0 and 1, not {data.held_out_fraction}")
     if not train.lr > 0 or not train.clip > 0 or not train.init_lr_scale >= 0:
         raise ValueError("--lr and --clip must be positive and --init-lr-scale not negative")
+    for name in ("lr", "clip", "init_lr_scale", "noise", "step_decay", "reg_weight", "cls_weight", "prompt_weight"):
+        value = getattr(train, name)  # (nan passes no comparison and would train on nan losses for hours)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number, not negative, not {value}")
+    if train.cls_weight == 0 and train.reg_weight == 0:
+        raise ValueError("--cls-weight and --reg-weight are both 0: no loss to train on")
+    if train.max_steps == 0 and data.cache_dir is None:
+        raise ValueError("--max-steps 0 distils only and trains nothing: give --cache-dir DIR to keep what it "
+                         "distils, or a positive --max-steps to train")
     for name in ("cache_limit_gb", "data_time_limit_s"):
         if getattr(data, name) is not None and not getattr(data, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, not {getattr(data, name)}")

@@ -31,9 +31,9 @@ def source(tmp_path):
     return path
 
 
-def nestling(*args):
+def nestling(*args, env=None):
     return subprocess.run([sys.executable, "-m", "nestling.daemon.cli.main", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, source):
@@ -71,7 +71,11 @@ def test_a_file_that_cannot_be_read_is_a_clear_error(model_dir, tmp_path):
 
 
 @pytest.mark.parametrize("flags,message", [(["--temperature", "nan"], "--temperature >= 0"),
-                                           (["--device", "bogus"], "'bogus' is not a device name")])
+                                           (["--device", "bogus"], "'bogus' is not a device name"),
+                                           (["--device", "meta"], "device 'meta' is not supported (cpu, cuda or "
+                                                                  "cuda:N)"),
+                                           (["--device", "mps"], "device 'mps' is not supported (cpu, cuda or cuda:N)"),
+                                           (["--device", ""], "device '' is not a device name (cpu, cuda or cuda:N)")])
 def test_bad_sampling_and_device_flags_are_clear_errors(model_dir, source, flags, message):
     result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, *flags)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
@@ -316,7 +320,8 @@ def test_train_head_help_explains_every_setting_from_the_comment_where_it_is_def
     result = nestling("train-head", "--help")
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
-    assert "--max-steps MAX_STEPS optimizer steps at most (cosine decay to 10% over these) (default: 2000)" in text
+    assert ("--max-steps MAX_STEPS optimizer steps at most (cosine decay to 10% over these); 0 = distil only, into "
+            "--cache-dir (which it then needs), and score the starting head: no training (default: 2000)") in text
     assert "--eval-steps EVAL_STEPS draft steps scored at each held-out evaluation" in text and "(default: 6)" in text
     assert "--corpus PATH folders/globs; empty = the default corpus (repeatable)" in text
 
@@ -360,3 +365,194 @@ def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
     shown = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
                      "--repeats", 1)
     assert shown.returncode == 0 and "\nwas: " in shown.stdout, shown.stderr
+
+
+def test_version_prints_the_package_version_and_code_stamp_without_loading_the_model_stack():
+    import re
+
+    from nestling.daemon.code_stamp import installed_version
+
+    for flag in ("--version", "-V"):
+        result = nestling(flag)
+        assert result.returncode == 0, result.stderr
+        # (the stamp itself is code_stamp(), a digest of the files as they are: not compared with this process's,
+        # computed once, before a file may have changed)
+        version = re.escape(installed_version())
+        assert re.fullmatch(rf"nestling {version} \(code {version}\+[0-9a-f]{{12}}\)\n", result.stdout), result.stdout
+    check = ("import sys; from nestling.daemon.cli.main import main\n"
+             "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code in (0, None)\n"
+             "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", check], capture_output=True, timeout=120).returncode == 0
+
+
+def test_the_dtype_help_says_the_default_the_loader_picks():
+    text = " ".join(nestling("complete", "--help").stdout.split())
+    assert "default: bfloat16 where the hardware supports it, else float16 on a GPU and float32 on a CPU" in text
+
+
+def test_a_head_config_no_head_can_be_built_from_or_for_another_vocabulary_is_one_line(model_dir, head_dir, source,
+                                                                                         tmp_path):
+    import shutil
+
+    config = json.loads((head_dir / "config.json").read_text())
+    for fields, message in (({"num_attention_heads": 0}, "not a usable head config: num_attention_heads must be a "
+                                                         "positive integer, not 0"),
+                            ({"vocab_size": 1000}, f"vocab_size 1000 does not match the target's vocabulary "
+                                                   f"({config['vocab_size']})")):
+        head = shutil.copytree(head_dir, tmp_path / f"head-{len(list(tmp_path.iterdir()))}")
+        (head / "config.json").write_text(json.dumps({**config, **fields, "pad_token_id": 5000}))
+        result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--head", head,
+                          "--max-tokens", 2)
+        assert result.returncode == 2 and f"{head / 'config.json'}: {message}" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "token_id" not in result.stderr  # no library warnings
+
+
+def test_complete_post_processes_as_the_daemon_does_and_raw_prints_the_models_text(model_dir, source):
+    from nestling.daemon.context.fim import split_at
+    from nestling.daemon.context.languages import find_language
+    from nestling.daemon.context.syntax import SyntaxDocument
+    from nestling.daemon.service.postprocess import cursor_context, finalize, line_mode
+
+    text = source.read_text()
+    flags = ("--model", model_dir, "--head", "none", "--dtype", "float32", "--max-tokens", 24, "--json")
+    shown_differs = []
+    for line, col in ((5, 11), (4, 12)):  # mid-line (one line), and after a block opener (a block)
+        raw = nestling("complete", source, "--line", line, "--col", col, *flags, "--raw")
+        spec = nestling("complete", source, "--line", line, "--col", col, *flags)
+        ar = nestling("complete", source, "--line", line, "--col", col, *flags, "--mode", "ar")
+        assert raw.returncode == spec.returncode == ar.returncode == 0, raw.stderr + spec.stderr + ar.stderr
+        raw, spec, ar = json.loads(raw.stdout), json.loads(spec.stdout), json.loads(ar.stdout)
+        assert raw["line_mode"] == "raw" and raw["stats"]["new_tokens"] == 24  # the model's text, up to --max-tokens
+        prefix, suffix = split_at(text, line - 1, col - 1)
+        language = find_language(None, str(source))
+        context = cursor_context(prefix, suffix, SyntaxDocument(text, language).region_at(len(prefix)), language)
+        shape = line_mode("auto", context)
+        assert spec["line_mode"] == ar["line_mode"] == shape
+        assert spec["text"] == ar["text"] == finalize(raw["text"], context, shape)  # what the daemon would show
+        shown_differs.append(spec["text"] != raw["text"])
+    assert all(shown_differs)  # (the tiny model writes a line break, then a NUL, at these positions)
+    result = nestling("complete", source, "--line", 4, "--col", 12, *flags[:-1], "--line-mode", "single")
+    assert result.returncode == 0 and "line mode single" in result.stderr, result.stderr
+    result = nestling("complete", source, "--line", 4, "--col", 12, *flags, "--raw", "--line-mode", "multi")
+    assert result.returncode == 2 and "--raw does not cut it" in result.stderr
+
+
+def test_seed_and_top_p_with_greedy_decoding_are_a_warning(model_dir, source):
+    flags = ("complete", source, "--line", 5, "--col", 5, "--model", model_dir, "--head", "none", "--max-tokens", 2)
+    result = nestling(*flags, "--seed", 3, "--top-p", 0.5)
+    assert result.returncode == 0, result.stderr
+    assert ("nestling complete: warning: --seed and --top-p apply only when sampling (--temperature above 0); greedy "
+            "decoding ignores them") in result.stderr
+    result = nestling(*flags, "--seed", 3)
+    assert "warning: --seed applies only when sampling" in result.stderr and "ignores it" in result.stderr
+    result = nestling(*flags, "--seed", 3, "--temperature", 0.7)
+    assert result.returncode == 0 and "warning" not in result.stderr
+
+
+def test_a_byte_order_mark_is_no_column_and_no_text(model_dir, tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes(b"\xef\xbb\xbfx = 1\n")
+    flags = ("--model", model_dir, "--head", "none", "--max-tokens", 3, "--raw", "--json")
+    result = nestling("complete", path, "--line", 1, "--col", 7, *flags)
+    assert result.returncode == 2 and "column 7 is past the end of line 1 (it has 5 characters)" in result.stderr
+    with_bom = nestling("complete", path, "--line", 1, "--col", 6, *flags)
+    path.write_bytes(b"x = 1\n")
+    without = nestling("complete", path, "--line", 1, "--col", 6, *flags)
+    assert with_bom.returncode == without.returncode == 0, with_bom.stderr
+    first, second = json.loads(with_bom.stdout), json.loads(without.stdout)
+    assert first["text"] == second["text"] and first["stats"]["prompt_tokens"] == second["stats"]["prompt_tokens"]
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", "(it has NUL bytes)"),
+    (bytes(range(128, 256)) * 4, "(512 of its first 512 characters are not UTF-8)"),
+])
+def test_a_binary_file_is_refused_before_the_model_loads(tmp_path, content, says):
+    path = tmp_path / "program.py"
+    path.write_bytes(content)
+    result = nestling("complete", path, "--line", 1, "--col", 1, "--model", tmp_path / "no-model")
+    assert result.returncode == 2 and f"{path} does not look like text {says}" in result.stderr, result.stderr
+
+
+def test_a_latin1_character_or_two_is_still_text(model_dir, tmp_path):
+    path = tmp_path / "old.py"
+    path.write_bytes(b"# caf\xe9\nx = 1\n")
+    result = nestling("complete", path, "--line", 2, "--col", 6, "--model", model_dir, "--head", "none",
+                      "--max-tokens", 2)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    ("x = 1", 3, 1, "line 3 is outside the document (it has 1 line)"),
+    ("x", 1, 5, "column 5 is past the end of line 1 (it has 1 character)"),
+    ("x\n", 4, 1, "line 4 is outside the document (it has 2 lines)"),
+])
+def test_positions_outside_the_file_say_its_size_in_plain_words(tmp_path, text, line, col, message):
+    path = tmp_path / "short.py"
+    path.write_text(text)
+    result = nestling("complete", path, "--line", line, "--col", col, "--model", tmp_path / "no-model")
+    assert result.returncode == 2 and f"error: {message}" in result.stderr, result.stderr
+
+
+def test_a_cache_dir_that_is_a_file_is_named_as_the_variable(model_dir, source, tmp_path):
+    import os
+
+    (tmp_path / "afile").write_text("")
+    env = dict(os.environ, NESTLING_CACHE_DIR=str(tmp_path / "afile"))
+    result = nestling("complete", source, "--line", 1, "--col", 1, "--model", model_dir, "--max-tokens", 1, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert (f"$NESTLING_CACHE_DIR is '{tmp_path / 'afile'}', but {tmp_path / 'afile'} is a file, not a folder: set "
+            "$NESTLING_CACHE_DIR to a folder") in result.stderr
+
+
+def test_train_head_refuses_head_and_values_that_would_waste_hours(tmp_path):
+    out = tmp_path / "out"
+    result = nestling("train-head", "--out", out, "--head", "somewhere")
+    assert result.returncode == 2 and "drop --head (--init-head DIR starts the training from a trained head)" in \
+        result.stderr
+    assert "--head" not in nestling("train-head", "--help").stdout.replace("--init-head", "")
+    for flags, message in ((("--noise", "nan"), "--noise must be a finite number, not negative, not nan"),
+                           (("--step-decay", "-1"), "--step-decay must be a finite number"),
+                           (("--reg-weight", "inf"), "--reg-weight must be a finite number"),
+                           (("--cls-weight", "nan"), "--cls-weight must be a finite number"),
+                           (("--prompt-weight", "-0.5"), "--prompt-weight must be a finite number"),
+                           (("--max-steps", 0), "--max-steps 0 distils only and trains nothing: give --cache-dir")):
+        result = nestling("train-head", "--out", out, *flags)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert not out.exists()
+
+
+def test_bench_refuses_a_mode_named_twice():
+    result = nestling("bench", "humaneval", "--limit", 2, "--max-tokens", 8, "--modes", "ar,spec,ar")
+    assert result.returncode == 2 and "--modes names ar more than once: give each mode once" in result.stderr
+
+
+def test_config_takes_only_what_the_commands_take_and_a_named_file_must_be_there(tmp_path):
+    import os
+
+    file = tmp_path / "config.toml"
+    env = dict(os.environ, NESTLING_CONFIG=str(file))
+    for line, message in (('dtype = "int8"', "setting dtype must be one of bfloat16, float32, float16"),
+                          ('device = "tpu"', "setting device must be cpu, cuda or cuda:N, not 'tpu'"),
+                          ('tcp = "not-an-address"', "setting tcp 'not-an-address': expected HOST:PORT"),
+                          ("max_tokens_limit = 100000000000000000000", "setting max_tokens_limit must be at most")):
+        file.write_text(line + "\n")
+        result = nestling("config", env=env)
+        assert result.returncode == 2 and f"{file}: {message}" in result.stderr, result.stderr
+    file.write_text("")
+    for flags, message in ((("--device", "tpu"), "--device must be cpu, cuda or cuda:N, not 'tpu'"),
+                           (("--max-tokens", 5000), "--max-tokens 5,000 exceeds setting max_tokens_limit 1,024"),
+                           (("--max-tokens", 0), "--max-tokens must be at least 1, not 0")):
+        result = nestling("config", *flags, env=env)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert nestling("config", "--max-tokens", 1024, env=env).returncode == 0
+    file.unlink()
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and f"{file}: no such file ($NESTLING_CONFIG names it" in result.stderr
+    env["NESTLING_CONFIG"] = str(tmp_path)
+    result = nestling("config", env=env)
+    assert result.returncode == 2 and f"{tmp_path}: not a file" in result.stderr
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "home"))
+    env.pop("NESTLING_CONFIG", None)
+    result = nestling("config", env=env)  # the default location, missing: the defaults, silently
+    assert result.returncode == 0 and result.stderr == "" and "# config file: " in result.stdout

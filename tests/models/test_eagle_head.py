@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 import torch
@@ -177,3 +178,47 @@ def test_heads_are_saved_in_bfloat16_by_default(tmp_path, target):
     state = load_file(str(folder / "model.safetensors"))
     assert state["fc.weight"].dtype == torch.bfloat16 and state["d2t"].dtype == torch.int64
     assert load_head(folder, target).draft_vocab_size == 40
+
+
+@pytest.mark.parametrize("fields, says", [
+    ({"num_attention_heads": 0}, "num_attention_heads must be a positive integer, not 0"),
+    ({"hidden_size": -32}, "hidden_size must be a positive integer, not -32"),
+    ({"intermediate_size": 0}, "intermediate_size must be a positive integer, not 0"),
+    ({"num_attention_heads": 3}, "hidden_size 32 is not divisible by num_attention_heads 3"),
+    ({"num_attention_heads": 4, "num_key_value_heads": 3}, "num_attention_heads 4 is not a multiple of "
+                                                          "num_key_value_heads 3"),
+    ({"num_attention_heads": 32, "num_key_value_heads": 32}, "the attention head size 1 is odd"),
+    ({"rms_norm_eps": -1e-6}, "rms_norm_eps must be a positive number, not -1e-06"),
+])
+def test_a_config_no_head_layer_can_be_built_from_is_named_not_a_crash(tmp_path, target, fields, says):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **fields}))
+    with pytest.raises(HeadLoadError, match=f"config.json: not a usable head config: {re.escape(says)}"):
+        load_head(folder, target)
+
+
+def test_an_error_while_building_the_head_from_its_config_is_the_head_files_error(tmp_path, target, monkeypatch):
+    from nestling.daemon.models import eagle_head
+
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    monkeypatch.setattr(eagle_head, "_check_config", lambda config, path: None)  # as a check that misses a case
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "num_attention_heads": 0}))
+    with pytest.raises(HeadLoadError, match=r"config.json: not a usable head config \(ZeroDivisionError"):
+        load_head(folder, target)
+
+
+def test_a_head_for_another_vocabulary_is_refused_by_name_without_library_warnings(tmp_path, target, capfd):
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    config = json.loads((folder / "config.json").read_text())
+    # special token ids beyond the vocabulary make transformers warn; a head uses none of them
+    (folder / "config.json").write_text(json.dumps({**config, "vocab_size": 10, "pad_token_id": 50,
+                                                    "bos_token_id": 51, "eos_token_id": 52}))
+    with pytest.raises(HeadLoadError, match=re.escape(f"config.json: vocab_size 10 does not match the target's "
+                                                      f"vocabulary ({target.config.vocab_size})")):
+        load_head(folder, target)
+    (folder / "config.json").write_text(json.dumps({**config, "pad_token_id": 10**6}))
+    assert load_head(folder, target).config.hidden_size == target.config.hidden_size
+    captured = capfd.readouterr()
+    assert "token_id" not in captured.err + captured.out

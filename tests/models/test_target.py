@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 
@@ -42,3 +44,14 @@ def test_a_device_that_is_no_device_or_not_here_is_a_model_load_error():
     message = "not available" if not torch.cuda.is_available() else "numbered from 0"
     with pytest.raises(ModelLoadError, match=message):
         resolve_device("cuda:97")
+
+
+@pytest.mark.parametrize("name, says", [("meta", "'meta' is not supported (cpu, cuda or cuda:N)"),
+                                        ("mps", "'mps' is not supported (cpu, cuda or cuda:N)"),
+                                        ("xpu", "'xpu' is not supported"),
+                                        ("", "'' is not a device name (cpu, cuda or cuda:N)")])
+def test_a_torch_device_type_the_engine_does_not_run_on_is_refused_by_name(name, says):
+    # torch.device() parses these; the engine runs on CPUs and CUDA GPUs only ("" is no name, not the default)
+    with pytest.raises(ModelLoadError, match=re.escape(says)):
+        resolve_device(name)
+    assert resolve_device(None) in (torch.device("cpu"), torch.device("cuda"))

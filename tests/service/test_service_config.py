@@ -1,5 +1,6 @@
 """The service config file's errors name the file (the command-line cases: tests/grpc_api/test_serve_command.py)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,65 @@ def test_log_levels_include_notice_the_default_between_info_and_warning(tmp_path
     path.write_text('log_level = "loud"\n')
     with pytest.raises(ValueError, match="log_level must be one of debug, info, notice, warning, error, not 'loud'"):
         load_config(path=path)
+
+
+@pytest.mark.parametrize("line, message", [
+    ('dtype = "int8"', "setting dtype must be one of bfloat16, float32, float16, not 'int8'"),
+    ('device = "tpu"', "setting device must be cpu, cuda or cuda:N, not 'tpu'"),
+    ('device = "cuda:x"', "setting device must be cpu, cuda or cuda:N, not 'cuda:x'"),
+    ('tcp = "not-an-address"', "setting tcp 'not-an-address': expected HOST:PORT with a port in 1..65535"),
+    ('tcp = "example.com:80"', "setting tcp 'example.com:80': 'example.com' is not an IP address"),
+    ("max_tokens_limit = 100000000000000000000", "setting max_tokens_limit must be at most 1,048,576, not "
+                                                 "100,000,000,000,000,000,000"),
+    ("max_tokens_limit = 1e20", "setting max_tokens_limit must be a non-negative integer, not 1e+20"),
+    ("max_tokens = 0", "setting max_tokens must be at least 1, not 0"),
+    ("max_tokens_limit = 0", "setting max_tokens_limit must be at least 1, not 0"),
+    ("cache_limit_mb = 99999999999", "setting cache_limit_mb must be at most"),
+    ("prefill_chunk_ms = 86400000", "setting prefill_chunk_ms must be at most 600,000"),
+    ("max_tokens = 2000", "setting max_tokens 2,000 exceeds setting max_tokens_limit 1,024"),
+])
+def test_the_file_takes_only_values_the_commands_take(tmp_path, line, message):
+    path = tmp_path / "config.toml"
+    path.write_text(line + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
+        load_config(path=path)
+
+
+def test_a_device_dtype_and_address_the_commands_take_pass_without_cuda_present(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('device = "cuda:3"\ndtype = "float16"\ntcp = "[::1]:7878"\nmax_tokens = 1024\n')
+    config, sources = load_config(path=path)  # the syntax only: whether cuda:3 is here is for the model load to say
+    assert (config.device, config.dtype, config.tcp, config.max_tokens) == ("cuda:3", "float16", "[::1]:7878", 1024)
+    assert load_config({"device": "cpu", "tcp": "localhost:1"}, path=path)[0].device == "cpu"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"max_tokens": 5000}, "--max-tokens 5,000 exceeds setting max_tokens_limit 1,024: lower the one or raise "
+                           "the other"),
+    ({"max_tokens": 0}, "--max-tokens must be at least 1, not 0"),  # as `nestling complete --max-tokens 0` says
+    ({"device": "tpu"}, "--device must be cpu, cuda or cuda:N, not 'tpu'"),
+    ({"dtype": "int8"}, "--dtype must be one of bfloat16, float32, float16, not 'int8'"),
+    ({"tcp": "7878"}, "--tcp '7878': expected HOST:PORT"),
+])
+def test_a_flag_the_settings_cannot_take_is_named_as_the_flag(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_config(overrides, path=tmp_path / "none.toml")
+
+
+def test_a_config_file_named_by_the_environment_must_be_there_the_default_one_need_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config-home"))
+    monkeypatch.delenv("NESTLING_CONFIG", raising=False)
+    assert load_config(named_file_must_exist=True)[0].max_tokens == 64  # the default location, missing: defaults
+    monkeypatch.setenv("NESTLING_CONFIG", str(tmp_path / "absent.toml"))
+    assert load_config()[0].max_tokens == 64  # (the daemon's clients: still the defaults)
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'absent.toml'}: no such file ($NESTLING_CONFIG "
+                                                   "names it")):
+        load_config(named_file_must_exist=True)
+    monkeypatch.setenv("NESTLING_CONFIG", str(tmp_path))
+    for must in (False, True):  # a folder is no config file wherever it is named
+        with pytest.raises(ValueError, match=re.escape(f"{tmp_path}: not a file")):
+            load_config(named_file_must_exist=must)
+    (tmp_path / "config-home" / "nestling" / "config.toml").mkdir(parents=True)
+    monkeypatch.delenv("NESTLING_CONFIG")
+    with pytest.raises(ValueError, match="config.toml: not a file"):
+        load_config()

@@ -10,7 +10,7 @@ from nestling.daemon.training.config import DataConfig, TrainConfig, check_setti
 
 def test_the_defaults_and_a_distillation_only_run_pass():
     check_settings(DataConfig(), TrainConfig())
-    check_settings(DataConfig(data_time_limit_s=60), TrainConfig(max_steps=0))
+    check_settings(DataConfig(data_time_limit_s=60, cache_dir="cache"), TrainConfig(max_steps=0))
 
 
 @pytest.mark.parametrize("data,train,message", [
@@ -25,6 +25,16 @@ def test_the_defaults_and_a_distillation_only_run_pass():
     ({}, {"lr": 0.0}, "--lr and --clip must be positive"),
     ({"cache_limit_gb": 0.0}, {}, "--cache-limit-gb must be positive"),
     ({}, {"time_limit_s": -5.0}, "--time-limit-s must be positive"),
+    ({}, {"noise": float("nan")}, "--noise must be a finite number, not negative, not nan"),
+    ({}, {"noise": -0.1}, "--noise must be a finite number, not negative, not -0.1"),
+    ({}, {"step_decay": float("inf")}, "--step-decay must be a finite number, not negative, not inf"),
+    ({}, {"reg_weight": -1.0}, "--reg-weight must be a finite number"),
+    ({}, {"cls_weight": float("nan")}, "--cls-weight must be a finite number"),
+    ({}, {"prompt_weight": -0.5}, "--prompt-weight must be a finite number"),
+    ({}, {"lr": float("inf")}, "--lr must be a finite number"),
+    ({}, {"clip": float("inf")}, "--clip must be a finite number"),
+    ({}, {"cls_weight": 0.0, "reg_weight": 0.0}, "no loss to train on"),
+    ({}, {"max_steps": 0}, "--max-steps 0 distils only and trains nothing: give --cache-dir DIR"),
 ])
 def test_a_setting_no_run_can_use_names_its_flag(data, train, message):
     with pytest.raises(ValueError, match=message):
