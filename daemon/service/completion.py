@@ -88,6 +88,12 @@ class PrefillRequest:
 AHEAD_CHUNK_TOKENS = 32
 # a file-open prefill's first chunk before the service has timed one (then sized by prefill_chunk_ms)
 FIRST_PREFILL_CHUNK_TOKENS = 64
+# a completion's own prompt, where more than this is new, is computed in chunks of this many tokens (the last one in
+# the generation's own forward), so that a newer request, the client's cancel or its deadline stops it within one
+# (~1.3 s on a 2-core CPU with the default model). It costs a document's first request ~9% more time to its first
+# token there (a prompt of ~930 tokens in two forwards, not one), paced file-open chunks (~350 ms) 12%
+# (BENCHMARKS.md, "A document's first request, in chunks")
+COMPLETION_CHUNK_TOKENS = 512
 
 
 @dataclass
@@ -321,13 +327,15 @@ class CompletionService:
 
     def _prefill_in_chunks(self, engine, state, prompt: list[int], cancel: threading.Event | None, uri: str):
         """Where more than a chunk of the prompt is new (a document's first request, a large edit) and the request can
-        be cancelled (a newer one, the client gone or its deadline passed), commit all but its last token as a
-        file-open prefill does: in chunks, stopping between them once `cancel` is set (raising Superseded; what was
-        done stays for the next request). Returns that prefill's stats (None when the prompt was left whole to the
-        generation)."""
-        if cancel is None or len(prompt) - 1 - state.common_prefix(prompt) <= self.prefill_pace.next_tokens():
+        be cancelled (a newer one, the client gone or its deadline passed), commit all but its last chunk as a
+        file-open prefill does, in chunks of COMPLETION_CHUNK_TOKENS (or prefill_chunk_tokens where set), stopping
+        between them once `cancel` is set (raising Superseded; what was done stays for the next request). Returns that
+        prefill's stats (None when the prompt was left whole to the generation)."""
+        chunk = self.config.prefill_chunk_tokens or COMPLETION_CHUNK_TOKENS
+        if cancel is None or len(prompt) - state.common_prefix(prompt) <= chunk:
             return None
-        stats = engine.prefill(prompt[:-1], state, cancel, chunk_tokens=self.prefill_pace)
+        # the last chunk is left to the generation's own forward (which gives the first token's logits)
+        stats = engine.prefill(prompt[:-chunk], state, cancel, chunk_tokens=chunk)
         if cancel.is_set():
             raise Superseded(uri)
         return stats

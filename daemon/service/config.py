@@ -50,7 +50,9 @@ class ServiceConfig:
     # included), but never so short that a forward's fixed cost is over a third of it: ~110 tokens for the default
     # model on a 2-core CPU, ~55 for the 1.5B (BENCHMARKS.md, "The daemon with the 1.5B")
     prefill_chunk_ms: int = 350
-    prefill_chunk_tokens: int = 0  # a fixed chunk length in tokens instead (0: sized by prefill_chunk_ms)
+    # a fixed chunk length in tokens instead (0: sized by prefill_chunk_ms); set, it also chunks a completion's own prompt
+    # (0: COMPLETION_CHUNK_TOKENS, service/completion.py)
+    prefill_chunk_tokens: int = 0
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
     # model state kept across requests, all documents together (LRU): the target's KV cache and features, and a
     # draft model's KV cache
