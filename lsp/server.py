@@ -49,8 +49,8 @@ class NestlingLanguageServer(LanguageServer):
     def tell(self, problem: BackendError, log_only: bool = False) -> None:
         """A backend problem for the user: an error message, but for a completion's only a log message (they come
         per keystroke), except the token's, which the user is shown once per backend (it fails every request)."""
-        if isinstance(problem, TokenError) and self.told_token_for is not self.backend:
-            self.told_token_for, log_only = self.backend, False
+        if isinstance(problem, TokenError):  # shown the first time for this backend, logged after that
+            log_only, self.told_token_for = self.told_token_for is self.backend, self.backend
         message = f"nestling: {problem}"
         if log_only:
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))

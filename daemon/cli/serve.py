@@ -109,6 +109,7 @@ def run(args) -> int:
 def detach(args, config) -> int:
     """Start `nestling serve` in a new session, log to the runtime dir, and wait until it serves. Refused while a
     daemon runs: this user's daemon is the one holding the lock, and it serves with its own flags."""
+    from ..grpc_api.addresses import secure_folder
     from ..grpc_api.client import Client, target_for
     from ..grpc_api.daemon_lock import DaemonLock
 
@@ -118,7 +119,7 @@ def detach(args, config) -> int:
         print(f"nestling serve: error: a nestling daemon is already running (pid {running}); `nestling serve "
               f"--restart` replaces it with one started with these flags", file=sys.stderr)
         return 2
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    secure_folder(folder)  # (a link or another user's folder: refused before its log is written there)
     log_path = folder / "daemon.log"
     argv, env = child_command(sys.argv[1:], config.token)
     with open(log_path, "ab") as log_file:

@@ -30,7 +30,11 @@ def run(args) -> int:
             try:
                 stats = client.stats()
             except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
-                raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
+                message = f"the daemon at {address} answered {exc.code().name}: {exc.details()}"
+                if not args.json:
+                    raise ValueError(message) from None
+                print(json.dumps({"state": state, "address": address, "error": message}, indent=2))
+                return 2
     pid = _lock_holder() if not args.socket and not args.tcp else None
     if state != "serving":
         state, message = _not_serving(state, address, pid)
@@ -40,7 +44,8 @@ def run(args) -> int:
     if args.json:
         from ..code_stamp import code_stamp
 
-        print(json.dumps({"state": state, **as_dict(stats), "installed_code_stamp": code_stamp()}, indent=2))
+        print(json.dumps({"state": state, "address": address, "pid": pid, **as_dict(stats),
+                          "installed_code_stamp": code_stamp()}, indent=2))
         return 0
     print("\n".join(describe(stats, address, pid)))
     return 0

@@ -62,3 +62,21 @@ def check_socket_owner(target: str) -> None:
     if owner != os.getuid():
         raise DaemonError(f"the socket {path} belongs to another user (uid {owner}), not to you; nestling will not "
                           f"send your code there")
+
+
+def secure_folder(folder: Path) -> None:
+    """nestling's own runtime folder: created, or made again, owner-only. Refused when it is a link or belongs to
+    someone else (/tmp/nestling-<uid> is a name another local user could take first)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise DaemonError(f"cannot create the runtime folder {folder}: {exc.strerror}") from None
+    info = folder.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        raise DaemonError(f"the runtime folder {folder} is {what}; nestling keeps its socket only in a folder of its "
+                          f"own: remove it, or set XDG_RUNTIME_DIR")
+    if info.st_uid != os.getuid():
+        raise DaemonError(f"the runtime folder {folder} belongs to another user (uid {info.st_uid}); nestling will not "
+                          f"put its socket there: remove it, or set XDG_RUNTIME_DIR")
+    os.chmod(folder, 0o700)

@@ -9,7 +9,6 @@ import logging
 import os
 import signal
 import socket
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from ..service.completion import CompletionService
 from ..service.config import ServiceConfig, runtime_dir
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
-from .addresses import check_socket_path, check_tcp_address
+from .addresses import check_socket_path, check_tcp_address, secure_folder
 from .daemon_lock import DaemonError, DaemonLock  # noqa: F401  (DaemonError: what serve() raises)
 from .errors import ErrorInterceptor
 from .servicer import CompletionServicer
@@ -45,23 +44,6 @@ class Daemon:
     service: CompletionService | None = None
     worker: ModelWorker | None = None
     code_stamp: str = field(default_factory=current_code_stamp)  # the code it started with (its files may change)
-
-
-def secure_folder(folder: Path) -> None:
-    """nestling's own runtime folder: created, or made again, owner-only. Refused when it is a link or belongs to
-    someone else (/tmp/nestling-<uid> is a name another local user could take first)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise DaemonError(f"cannot create the runtime folder {folder}: {exc.strerror}") from None
-    info = folder.lstat()
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise DaemonError(f"the runtime folder {folder} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a folder'}; "
-                          f"nestling keeps its socket only in a folder of its own: remove it, or set XDG_RUNTIME_DIR")
-    if info.st_uid != os.getuid():
-        raise DaemonError(f"the runtime folder {folder} belongs to another user (uid {info.st_uid}); nestling will not "
-                          f"put its socket there: remove it, or set XDG_RUNTIME_DIR")
-    os.chmod(folder, 0o700)
 
 
 def _answers(socket_path: Path) -> bool:

@@ -132,8 +132,8 @@ DTYPE_SHORT_NAMES = ("bf16", "fp32", "fp16")  # the model loader takes these too
 DEVICE_NAME = re.compile(r"cpu|cuda(:\d+)?")  # what --device takes (whether that CUDA device is here: at load)
 # (least, most) of each count: the least a run can use (0 where it means none, or off), the most no machine gets near
 # (and a uint32 proto field holds): 2**20 tokens, 2**31 characters, 2**24 MB (16 TB), 10 minutes
-COUNTS = {"max_tokens": (1, 1 << 20), "max_tokens_limit": (1, 1 << 20), "prefix_tokens": (0, 1 << 20),
-          "suffix_tokens": (0, 1 << 20), "max_document_chars": (0, 1 << 31), "cache_limit_mb": (0, 1 << 24),
+COUNTS = {"max_tokens": (1, 1 << 20), "max_tokens_limit": (1, 1 << 20), "prefix_tokens": (1, 1 << 20),
+          "suffix_tokens": (0, 1 << 20), "max_document_chars": (1, 1 << 31), "cache_limit_mb": (0, 1 << 24),
           "prefill_chunk_tokens": (0, 1 << 20), "prefill_chunk_ms": (1, 600_000)}
 
 
@@ -164,14 +164,14 @@ def _validate(config: ServiceConfig, sources: dict[str, str] | None = None) -> N
     if config.dtype is not None and config.dtype not in DTYPES + DTYPE_SHORT_NAMES:
         raise ValueError(f"{name_of('dtype')} must be one of {', '.join(DTYPES)}, not {config.dtype!r}")
     if config.tcp is not None:
-        from ..grpc_api.addresses import parse_tcp_address  # the daemon's own parser (light: no grpc, no torch)
+        from ..grpc_api.addresses import check_tcp_address  # the daemon's own check (light: no grpc, no torch)
         from ..grpc_api.daemon_lock import DaemonError
 
         try:
-            parse_tcp_address(config.tcp)
-        except DaemonError as exc:  # "--tcp 'x': why": the why, under this setting's name
-            why = str(exc).removeprefix(f"--tcp {config.tcp!r}: ")
-            raise ValueError(f"{name_of('tcp')} {config.tcp!r}: {why}") from None
+            check_tcp_address(config.tcp, config.allow_remote, config.token)
+        except DaemonError as exc:  # "--tcp 'x': why" or "--tcp 'x' is ...": said under this setting's name
+            why = str(exc).removeprefix(f"--tcp {config.tcp!r}")
+            raise ValueError(f"{name_of('tcp')} {config.tcp!r}{why}") from None
     if config.mode not in MODES:
         raise ValueError(f"{name_of('mode')} must be one of {', '.join(MODES)}, not {config.mode!r}")
     if config.max_tokens > config.max_tokens_limit:

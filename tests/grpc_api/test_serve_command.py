@@ -53,9 +53,11 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
         status = nestling("status", "--token", "s3cret", env=env)
         assert status.returncode == 0 and f"(pid {pid}) serving" in status.stdout and "1 completions" in status.stdout
         stats = json.loads(nestling("status", "--json", "--token", "s3cret", env=env).stdout)
-        assert stats["state"] == "serving" and stats["requests"] == 1 and stats["head"] == "untrained" and stats["time_to_first_token"]["p50_ms"] > 0
+        assert stats["state"] == "serving" and stats["pid"] == pid and stats["requests"] == 1 and stats["head"] == "untrained" and stats["time_to_first_token"]["p50_ms"] > 0
         refused = nestling("status", env=env)
         assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
+        refused = nestling("status", "--json", env=env)  # still JSON for a script
+        assert refused.returncode == 2 and "UNAUTHENTICATED" in json.loads(refused.stdout)["error"]
     finally:
         stopped = nestling("serve", "--stop", "--wait", 60, env=env)  # SIGTERM, then waits for the exit
         if stopped.returncode != 0:
@@ -180,9 +182,10 @@ def test_a_runtime_folder_that_is_a_link_is_refused(tmp_path, env):
     elsewhere.mkdir(mode=0o755)
     (tmp_path / "xdg").mkdir()
     (tmp_path / "xdg" / "nestling").symlink_to(elsewhere)
-    result = nestling("serve", env=env)
-    assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
-    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755 and not any(elsewhere.iterdir())
+    for detach in ([], ["--detach"]):  # --detach: refused before its log is written through the link
+        result = nestling("serve", *detach, env=env)
+        assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
+        assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755 and not any(elsewhere.iterdir())
 
 
 def test_status_tells_a_daemon_starting_from_none():

@@ -80,3 +80,21 @@ async def test_a_missing_or_wrong_token_is_shown_once_with_the_setting_that_supp
     await settings(client, daemon, TOKEN)
     assert (await client.text_document_inline_completion_async(request())).items  # the tiny model never stops
     assert len(told(client)) == 2
+
+
+def test_a_token_problem_is_shown_once_per_backend_whichever_path_reports_it_first():
+    """The warm-up and a completion sent right after initialize both meet the missing token: one pop-up, then logs."""
+    from nestling.lsp.backend import TokenError
+    from nestling.lsp.server import NestlingLanguageServer
+
+    server = NestlingLanguageServer(make_backend=None)
+    shown, logged = [], []
+    server.window_show_message = shown.append
+    server.window_log_message = logged.append
+    server.backend = object()
+    server.tell(TokenError("the daemon wants a token"), log_only=True)  # a completion's, first
+    server.tell(TokenError("the daemon wants a token"))  # the warm-up's
+    assert len(shown) == 1 and len(logged) == 1
+    server.backend = object()  # new connection settings: told again
+    server.tell(TokenError("the daemon refused the token set"))
+    assert len(shown) == 2

@@ -53,6 +53,10 @@ def test_log_levels_include_notice_the_default_between_info_and_warning(tmp_path
     ("cache_limit_mb = 99999999999", "setting cache_limit_mb must be at most"),
     ("prefill_chunk_ms = 86400000", "setting prefill_chunk_ms must be at most 600,000"),
     ("max_tokens = 2000", "setting max_tokens 2,000 exceeds setting max_tokens_limit 1,024"),
+    ('tcp = "10.0.0.1:7000"', "setting tcp '10.0.0.1:7000' is not a loopback address; nestling is local-only unless "
+                              "--allow-remote and a --token are both given"),
+    ("prefix_tokens = 0", "setting prefix_tokens must be at least 1, not 0"),
+    ("max_document_chars = 0", "setting max_document_chars must be at least 1, not 0"),
 ])
 def test_the_file_takes_only_values_the_commands_take(tmp_path, line, message):
     path = tmp_path / "config.toml"
@@ -99,3 +103,9 @@ def test_a_config_file_named_by_the_environment_must_be_there_the_default_one_ne
     monkeypatch.delenv("NESTLING_CONFIG")
     with pytest.raises(ValueError, match="config.toml: not a file"):
         load_config()
+
+
+def test_a_remote_address_passes_with_allow_remote_and_a_token(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('tcp = "10.0.0.1:7000"\nallow_remote = true\ntoken = "s3cret"\n')
+    assert load_config(path=path)[0].tcp == "10.0.0.1:7000"
