@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..log_levels import LOG_LEVELS
 from ..modes import MODES
-from ..service.config import load_config, runtime_dir
+from ..service.config import TOKEN_VARIABLE, load_config, runtime_dir
 
 FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_remote", "token", "max_tokens",
                  "prefix_tokens", "suffix_tokens", "cache_limit_mb", "mode", "draft_gate", "packed_weights",
@@ -69,9 +69,6 @@ def settings_from(args) -> dict:
     return {name: getattr(args, name, None) for name in FLAG_SETTINGS}
 
 
-TOKEN_VARIABLE = "NESTLING_TOKEN"  # the token, kept out of the process list (a --detach child gets it this way)
-
-
 def run(args) -> int:
     if args.stop:
         return stop(args.wait)
@@ -81,11 +78,7 @@ def run(args) -> int:
               f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
     elif os.environ.get(TOKEN_VARIABLE):
         settings["token"] = os.environ[TOKEN_VARIABLE]
-    config, _ = load_config(settings)
-    if config.tcp:  # a bad address is refused before the model's libraries load
-        from ..grpc_api.addresses import check_tcp_address
-
-        check_tcp_address(config.tcp, config.allow_remote, config.token)
+    config, _ = load_config(settings)  # (refuses a bad --tcp before the model's libraries load)
     if args.restart:
         return stop(args.wait) or detach(args, config)
     if args.detach:

@@ -31,9 +31,9 @@ def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
     """The gRPC target and bearer token of the user's daemon: the values given (the token also as $NESTLING_TOKEN),
     else the config file's socket and token (the daemon listens on its socket even when it also listens on TCP), else the defaults. A ValueError
     names a config file that cannot be read."""
-    from ..service.config import load_config
+    from ..service.config import TOKEN_VARIABLE, load_config
 
-    token = token or os.environ.get("NESTLING_TOKEN") or None  # the daemon's own way to keep it out of `ps`
+    token = token or os.environ.get(TOKEN_VARIABLE) or None  # the daemon's own way to keep it out of `ps`
     config, _ = load_config({"socket": str(socket) if socket else None, "token": token})
     return target_for(config.socket_path, tcp), config.token
 

@@ -20,6 +20,11 @@ def config_path() -> Path:
     return Path(base) / "nestling" / "config.toml"
 
 
+# the daemon's token from the environment, kept out of the process list: `serve` (and the daemon a --detach starts)
+# and the clients read it when no --token is given
+TOKEN_VARIABLE = "NESTLING_TOKEN"
+
+
 def runtime_dir() -> Path:
     """Owner-only folder for the socket, lock and log: $XDG_RUNTIME_DIR/nestling or /tmp/nestling-<uid>."""
     base = os.environ.get("XDG_RUNTIME_DIR")
