@@ -84,28 +84,11 @@ def read_source(path: Path) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
-def check_position(text: str, line: int, col: int) -> None:
-    """ValueError for a --line/--col outside `text` (1-based), saying how long the file or line is."""
-    lines = text.split("\n")
-
-    def count(n: int, what: str) -> str:
-        return f"{n} {what}{'' if n == 1 else 's'}"
-
-    if not 1 <= line <= len(lines):
-        raise ValueError(f"line {line} is outside the document (it has {count(len(lines), 'line')})")
-    if col < 1:
-        raise ValueError(f"column {col} is before the start of line {line} (columns start at 1)")
-    if col > len(lines[line - 1]) + 1:
-        raise ValueError(f"column {col} is past the end of line {line} (it has "
-                         f"{count(len(lines[line - 1]), 'character')})")
-
-
 def run(args) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
     check_sampling_flags(args)
     text = read_source(args.file)
-    check_position(text, args.line, args.col)
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     if args.daemon:
         if args.raw:
