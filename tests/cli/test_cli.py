@@ -154,13 +154,30 @@ def typing_sources(tmp_path):
     return model, src
 
 
-def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint(tmp_path):
+def written_cost_profile(model, cache: Path, monkeypatch) -> Path:
+    """A cost profile in `cache` for `model` with the untrained head in float32, as bench loads them, with a nearly
+    flat verification curve: the trees are sized by it, not by a curve timed on a machine that may be busy (a 2-token
+    forward of a tiny model once timed 13x a 1-token one, and no tree paid)."""
+    from nestling.daemon.policy.cost_model import VERIFY_SIZES, CostProfile, profile_key, profile_path
+    from nestling.daemon.runtime import load_runtime
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(cache))
+    runtime = load_runtime(str(model), "untrained", None, "float32", progress=False)
+    key = profile_key(runtime.target, runtime.tree_source)
+    path = profile_path(key)
+    CostProfile(key, 300, {size: 10.0 + 0.01 * size for size in VERIFY_SIZES}, 0.5, {"at": "written by the test"}).save(path)
+    return path
+
+
+def test_bench_type_through_types_the_shown_completion_with_and_without_the_hint(tmp_path, monkeypatch):
     model, src = typing_sources(tmp_path)
     out = tmp_path / "typing.json"
+    profile = written_cost_profile(model, tmp_path / "cache", monkeypatch)
     # no draft gate: it decides from timings, and a loaded machine could make it draft less in one setting
     result = nestling("bench", src, "--target", "type-through", "--model", model, "--head", "untrained",
                       "--dtype", "float32", "--per-file", 2, "--keystrokes", 3, "--max-tokens", 12, "--out", out,
                       "--no-draft-gate")
+    assert list(profile.parent.iterdir()) == [profile]  # the run read the written profile: it timed none of its own
     assert result.returncode == 0, result.stderr
     assert "faster with the hint" in result.stdout
     report = json.loads(out.read_text())
