@@ -47,7 +47,8 @@ def _embedded_engine(args):
     from ..service.config import load_config
 
     try:
-        config, _ = load_config({flag: getattr(args, flag) for flag in ("model", "head", "device", "dtype")})
+        config, _ = load_config({flag: getattr(args, flag) for flag in ("model", "head", "device", "dtype")},
+                                named_file_must_exist=True)
     except ValueError as exc:
         problem = str(exc)
 

@@ -78,7 +78,7 @@ def run(args) -> int:
               f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
     elif os.environ.get(TOKEN_VARIABLE):
         settings["token"] = os.environ[TOKEN_VARIABLE]
-    config, _ = load_config(settings)  # (refuses a bad --tcp before the model's libraries load)
+    config, _ = load_config(settings, named_file_must_exist=True)  # (refuses a bad --tcp before the libraries load)
     if args.restart:
         return stop(args.wait) or detach(args, config)
     if args.detach:

@@ -564,8 +564,9 @@ def test_config_takes_only_what_the_commands_take_and_a_named_file_must_be_there
         assert result.returncode == 2 and message in result.stderr, result.stderr
     assert nestling("config", "--max-tokens", 1024, env=env).returncode == 0
     file.unlink()
-    result = nestling("config", env=env)
-    assert result.returncode == 2 and f"{file}: no such file ($NESTLING_CONFIG names it" in result.stderr
+    for command in ("config", "serve"):  # (serve refuses before it loads a model or takes the socket)
+        result = nestling(command, env=env)
+        assert result.returncode == 2 and f"{file}: no such file ($NESTLING_CONFIG names it" in result.stderr
     env["NESTLING_CONFIG"] = str(tmp_path)
     result = nestling("config", env=env)
     assert result.returncode == 2 and f"{tmp_path}: not a file" in result.stderr

@@ -23,8 +23,8 @@ def nestling(*args, env):
 
 @pytest.fixture()
 def env(tmp_path):
-    environment = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "xdg"), NESTLING_CONFIG=str(tmp_path / "none.toml"))
-    return environment
+    (tmp_path / "none.toml").write_text("")  # the defaults (the tests below write settings into it)
+    return dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path / "xdg"), NESTLING_CONFIG=str(tmp_path / "none.toml"))
 
 
 def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):

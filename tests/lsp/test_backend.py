@@ -114,6 +114,10 @@ def test_the_embedded_engine_runs_with_the_config_files_settings_under_the_flags
     load, _ = _embedded_engine(flags)
     with pytest.raises(ValueError, match="setting mode must be one of"):
         load()
+    config.unlink()  # the file $NESTLING_CONFIG names is gone: said, not the defaults in silence
+    load, _ = _embedded_engine(flags)
+    with pytest.raises(ValueError, match=r"config.toml: no such file \(\$NESTLING_CONFIG names it"):
+        load()
 
 
 def test_the_daemon_backend_says_when_the_daemon_runs_other_code(tmp_path, monkeypatch):

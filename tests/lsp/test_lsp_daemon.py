@@ -19,7 +19,7 @@ from processes import wait_for_exit
 from scratch import scratch_folder
 
 RUNTIME = scratch_folder("nestling-xdg-")
-ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
+ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME))
 SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", "--model", str(MODEL), "--head", "untrained",
           "--dtype", "float32"]
 URI = "file:///work/daemon_example.py"

@@ -25,7 +25,7 @@ UPGRADE.mkdir()
 (UPGRADE / "sitecustomize.py").write_text(
     "import nestling.daemon.code_stamp as stamps\n"
     f"stamps.code_stamp = lambda: {NEW_STAMP!r}\n")
-OLD_ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
+OLD_ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME))
 NEW_ENV = dict(OLD_ENV, PYTHONPATH=os.pathsep.join(filter(None, [str(UPGRADE), os.environ.get("PYTHONPATH")])))
 SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", *MODEL_ARGS]
 asked: list[types.ShowMessageRequestParams] = []

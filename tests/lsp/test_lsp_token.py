@@ -17,7 +17,7 @@ from scratch import scratch_folder
 
 TOKEN = "s3cret-token"
 RUNTIME = scratch_folder("nestling-token-")
-ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME / "xdg"), NESTLING_CONFIG=str(RUNTIME / "none.toml"))
+ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME / "xdg"))
 SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", *MODEL_ARGS]
 URI = "file:///work/token_example.py"
 

@@ -91,7 +91,7 @@ def test_a_config_file_named_by_the_environment_must_be_there_the_default_one_ne
     monkeypatch.delenv("NESTLING_CONFIG", raising=False)
     assert load_config(named_file_must_exist=True)[0].max_tokens == 64  # the default location, missing: defaults
     monkeypatch.setenv("NESTLING_CONFIG", str(tmp_path / "absent.toml"))
-    assert load_config()[0].max_tokens == 64  # (the daemon's clients: still the defaults)
+    assert load_config()[0].max_tokens == 64  # (the daemon's clients: still the defaults; serve and lsp refuse)
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'absent.toml'}: no such file ($NESTLING_CONFIG "
                                                    "names it")):
         load_config(named_file_must_exist=True)
