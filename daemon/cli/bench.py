@@ -32,7 +32,7 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--temperature", type=float, default=0.0,
                    help="sample at this temperature (default 0: greedy); prompt i gets seed --seed + i in every mode")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass kept when sampling (default 1.0)")
-    p.add_argument("--seed", type=int, default=0, help="the first prompt's sampling seed (default 0)")
+    p.add_argument("--seed", type=int, help="the first prompt's sampling seed (default 0)")
     p.add_argument("--by-region", action="store_true", help="also report per syntax region at the cursor")
     p.add_argument("--shape-variants", type=Path, metavar="FILE.json",
                    help="also run `spec` with other tree shapes per syntax region, one mode spec@NAME per variant "
@@ -116,7 +116,7 @@ def run(args) -> int:
         raise ValueError("--limit must be at least 1")
     if args.keystrokes < 1:
         raise ValueError("--keystrokes must be at least 1")
-    if args.target != "engine" and (args.temperature, args.top_p, args.seed) != (0.0, 1.0, 0):
+    if args.target != "engine" and (args.temperature, args.top_p, args.seed) != (0.0, 1.0, None):
         raise ValueError(f"--temperature, --top-p and --seed apply to the decoding modes, not --target {args.target}")
     if args.target != "engine" and args.shape_variants:
         raise ValueError(f"--shape-variants applies to the decoding modes, not --target {args.target}")
@@ -188,10 +188,11 @@ def run(args) -> int:
 def bench_sampling(args, modes: list[str]):
     """The --temperature / --top-p / --seed of a bench run, checked before the model loads."""
     from ..speculative.accept import Sampling
-    from .complete import check_sampling_flags
+    from .complete import check_sampling_flags, warn_unused_sampling_flags
 
     check_sampling_flags(args)
-    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
+    warn_unused_sampling_flags(args, "bench")
+    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, seed=0 if args.seed is None else args.seed)
     peers = [mode for mode in modes if mode in PEERS]
     if not sampling.greedy and peers:
         raise ValueError(f"the peer baselines ({', '.join(peers)}) decode greedily only: leave out --temperature")

@@ -54,11 +54,11 @@ def check_sampling_flags(args) -> None:
         raise ValueError("--seed must be in 0 .. 2**64 - 1")
 
 
-def warn_unused_sampling_flags(args) -> None:
+def warn_unused_sampling_flags(args, command: str = "complete") -> None:
     """--seed and --top-p shape sampling only: with greedy decoding (--temperature 0) say that they do nothing."""
     unused = [flag for flag, given in (("--seed", args.seed is not None), ("--top-p", args.top_p != 1.0)) if given]
     if args.temperature == 0 and unused:
-        print(f"nestling complete: warning: {' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} only "
+        print(f"nestling {command}: warning: {' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} only "
               "when sampling (--temperature above 0); greedy decoding ignores "
               f"{'them' if len(unused) > 1 else 'it'}", file=sys.stderr)
 
