@@ -54,6 +54,8 @@ def _keep_tail(tokenizer, text: str, budget: int) -> str:
     if len(ids) <= budget and len(window) == len(text):
         return text
     start = len(window) - len(tokenizer.decode(ids[-budget:])) if len(ids) > budget else 0
+    if start > 0 and window[start - 1] == "\n":  # the cut fell on a line start: keep that line
+        return window[start:]
     newline = window.find("\n", start)
     return window[newline + 1 :] if newline >= 0 else window[start:]
 
@@ -100,7 +102,10 @@ def build_fim_prompt(
         file_sep = tokenizer.convert_tokens_to_ids("<|file_sep|>")
         if file_sep is not None and file_sep != tokenizer.unk_token_id:
             ids += [file_sep] + _encode(tokenizer, path + "\n")
-    ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix) + [mid]
+    # no text after the cursor (the end of a file without a final newline): the prompt's suffix is a line break, as if
+    # the file had one. With an empty suffix the default model repeated the indentation the cursor's line already had
+    # (at "\n    " at the end of a file it wrote "    return ...": 8 spaces where the line break gives 4)
+    ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix or "\n") + [mid]
     return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix, prefix_start=prefix_start)
 
 

@@ -1,0 +1,55 @@
+"""FIM prompts: where the cursor splits the text, and what the model is shown around it."""
+
+import pytest
+
+from nestling.daemon.context.fim import FimBudget, build_fim_prompt, split_at
+
+FIM = ("<pre>", "<suf>", "<mid>")
+MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM)}
+
+
+class CharTokenizer:
+    """One token per character; the three FIM markers are tokens of their own."""
+
+    unk_token_id = None
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [ord(c) for c in text]}
+
+    def decode(self, ids, skip_special_tokens=False):
+        names = {v: k for k, v in MARKERS.items()}
+        return "".join(names.get(i, chr(i) if i < 0x10000 else "") for i in ids)
+
+    def convert_tokens_to_ids(self, token):
+        return MARKERS.get(token)
+
+
+def shown(prefix, suffix, **kwargs):
+    tokenizer = CharTokenizer()
+    return tokenizer.decode(build_fim_prompt(tokenizer, FIM, prefix, suffix, **kwargs).token_ids)
+
+
+def test_split_at_counts_lines_and_columns_from_zero_and_refuses_positions_outside():
+    assert split_at("ab\ncd", 1, 1) == ("ab\nc", "d")
+    assert split_at("ab\n", 1, 0) == ("ab\n", "")
+    with pytest.raises(ValueError, match="line 3 is outside"):
+        split_at("ab\ncd", 2, 0)
+    with pytest.raises(ValueError, match="past the end of line 1"):
+        split_at("ab\ncd", 0, 3)
+
+
+def test_prompt_is_prefix_then_suffix_then_the_middle_marker():
+    assert shown("def f():\n    ", "\n\nx = 1\n") == "<pre>def f():\n    <suf>\n\nx = 1\n<mid>"
+
+
+def test_at_the_end_of_a_file_without_a_final_newline_the_suffix_shown_is_a_line_break():
+    # with nothing after the cursor the default model repeated the line's indentation (8 spaces for 4)
+    assert shown("def f():\n    ", "") == "<pre>def f():\n    <suf>\n<mid>"
+    prompt = build_fim_prompt(CharTokenizer(), FIM, "x = ", "")
+    assert prompt.suffix == ""  # what the file holds after the cursor: nothing, for the post-processing
+
+
+def test_budgets_cut_at_line_boundaries():
+    text = "".join(f"line{i}\n" for i in range(10))
+    assert shown(text, text, budget=FimBudget(prefix_tokens=12, suffix_tokens=12)) == \
+        "<pre>line8\nline9\n<suf>line0\nline1\n<mid>"
