@@ -68,3 +68,17 @@ def test_text_ends_before_a_nul_character():
     assert block_end("return 1\nprint(1)\n\x00", block, "multi") == len("return 1")
     assert block_end("return 1\nprint(1)\x00", block, "multi") == len("return 1")  # nothing follows a NUL
     assert block_end("return 1\n    x = 2\x00", block, "multi") == len("return 1\n    x = 2")
+
+
+def test_multi_line_at_the_top_level_stops_before_the_next_unit_after_a_blank_line():
+    c = ctx("import os\n\n", "")  # a blank line at column 0: nothing dedents below it
+    text = "def size(path):\n    return os.path.getsize(path)\n\n\ndef main():\n    pass\n"
+    assert finalize(text, c, "multi") == "def size(path):\n    return os.path.getsize(path)"
+    assert block_end("def size(path):\n    return 1\n\n\ndef ma", c, "multi") is None  # not complete yet
+    methods = "class A:\n    def f(self):\n        pass\n\n    def g(self):\n        pass\n\nx = A()\n"
+    assert finalize(methods, c, "multi") == "class A:\n    def f(self):\n        pass\n\n    def g(self):\n        pass"
+    assert finalize("\nimport sys\nimport re\n\nx = 1\n", c, "multi") == "\nimport sys\nimport re"  # a leading blank: kept
+    braces = ctx("#include <stdio.h>\n\n", "", brace=True)
+    text = "int add(int a, int b) {\n\nreturn a + b;\n}\n\nint main() {\n"
+    assert finalize(text, braces, "multi") == "int add(int a, int b) {\n\nreturn a + b;\n}"  # inside braces: no cut
+    assert finalize("x = 1\n", ctx("def f():\n    return 1\n\n"), "multi") == "x = 1"
