@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import cattrs
 from cattrs.v import format_exception
@@ -104,7 +105,36 @@ class NestlingProtocol(LanguageServerProtocol):
             self.reject(msg_id if type(msg_id) in (int, str) else None,
                         JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
             return
+        method = getattr(message, "method", None)
+        error = self._out_of_turn(message, method)
+        if error is not None:
+            request = method is not None and hasattr(message, "id")
+            self.reject(message.id if request else None, error, answer=request, method=method)
+            return
         super().handle_message(message)
+
+    @property
+    def shut_down(self) -> bool:
+        """Whether the client asked the server to shut down (its exit status is 0 after that, 1 without)."""
+        return self._shutdown
+
+    def _out_of_turn(self, message, method: str | None) -> JsonRpcException | None:
+        """The error for a well-formed message the server cannot take now (pygls would leave a request after shutdown
+        unanswered, take a second initialize and drop the open documents, and pop up "Error in server" for an edit
+        of a document that is not open or a cancellation of an id that is no id)."""
+        request = method is not None and hasattr(message, "id")
+        if self._shutdown and request and method != types.EXIT:
+            return JsonRpcInvalidRequest(f"Invalid request: {method} after shutdown (only exit is accepted now)")
+        if method == types.INITIALIZE and self._workspace is not None:
+            return JsonRpcInvalidRequest("Invalid request: initialize was sent already (once per session)")
+        if method == types.CANCEL_REQUEST and type(getattr(message.params, "id", None)) not in (int, str):
+            return JsonRpcInvalidParams(f"Invalid params of {method}: the id must be a number or a string")
+        if method == types.TEXT_DOCUMENT_DID_CHANGE and self._workspace is not None:
+            uri = message.params.text_document.uri
+            if unquote(uri) not in self._workspace.text_documents:
+                return JsonRpcInvalidParams(f"Invalid params of {method}: document {uri} is not open "
+                                            "(send textDocument/didOpen first)")
+        return None
 
     def reject_unparsable(self, error: Exception) -> None:
         """A message body that is not JSON: a parse error, for the request's id when its first members name one."""

@@ -37,7 +37,7 @@ def run(args) -> int:
         server.start_tcp(tcp[0], tcp[1])
     else:
         server.start_io()
-    return 0
+    return 0 if server.protocol.shut_down else 1  # LSP: exit without shutdown first is an error
 
 
 def _embedded_engine(args):

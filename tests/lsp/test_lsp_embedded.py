@@ -233,3 +233,58 @@ async def test_a_percent_encoded_uri_finds_its_document(client: LanguageClient):
         uri=uri, language_id="python", version=1, text=SOURCE)))
     result = await client.text_document_inline_completion_async(inline_params(5, 4, uri=uri))
     assert len(result.items) == 1 and result.items[0].insert_text.strip()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_messages_out_of_turn_are_refused_and_the_open_documents_stay(client: LanguageClient, capfd):
+    import json
+
+    from pygls.exceptions import JsonRpcInvalidRequest
+
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # never opened
+        text_document=types.VersionedTextDocumentIdentifier(uri="file:///work/closed.py", version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="x = 1\n")]))
+    for bad_id in ({"a": 1}, [1]):  # a notification: no response, but no pop-up either
+        body = json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": bad_id}}).encode()
+        client.protocol.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    with pytest.raises(JsonRpcInvalidRequest, match="initialize was sent already"):
+        await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    assert len((await client.text_document_inline_completion_async(inline_params(5, 4))).items) == 1  # still open
+    await asyncio.sleep(0.5)  # the server's stderr is forwarded
+    assert not [m.message for m in client.messages if "Error in server" in m.message]
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "KeyError" not in err, err
+    refused = [line for line in err.splitlines() if "refused" in line]
+    assert len(refused) == 4 and "file:///work/closed.py is not open" in refused[0], err
+
+
+def lsp_session(messages):
+    """Runs the embedded server over stdio with `messages` (dicts) written in turn: (its exit status, responses)."""
+    import json
+    import subprocess
+
+    framed = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                      for body in (json.dumps(m).encode() for m in messages))
+    done = subprocess.run(EMBEDDED, input=framed, capture_output=True, timeout=120)
+    responses, out = [], done.stdout
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        size = int(next(line for line in header.split(b"\r\n") if line.startswith(b"Content-Length:")).split(b":")[1])
+        responses.append(json.loads(rest[:size]))
+        out = rest[size:]
+    return done.returncode, [r for r in responses if "id" in r and "method" not in r]
+
+
+def test_requests_after_shutdown_get_an_error_and_exit_without_shutdown_fails():
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    initialized = {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    late = {"jsonrpc": "2.0", "id": 3, "method": "textDocument/inlineCompletion", "params": {
+        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}, "context": {"triggerKind": 1}}}
+    exit_ = {"jsonrpc": "2.0", "method": "exit"}
+    status, responses = lsp_session([initialize, initialized, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+                                     late, exit_])
+    assert status == 0
+    assert [r["id"] for r in responses] == [1, 2, 3]
+    assert responses[2]["error"]["code"] == -32600 and "after shutdown" in responses[2]["error"]["message"]
+    status, responses = lsp_session([initialize, initialized, exit_])
+    assert status == 1 and [r["id"] for r in responses] == [1]
