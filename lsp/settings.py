@@ -33,12 +33,11 @@ class Settings:
 
 
 def merge(current: Settings, raw) -> Settings:
-    """`current` updated from a settings object; bad values are ignored and listed in `problems`."""
-    if not isinstance(raw, dict):
-        return current
-    data = raw.get("nestling", raw)
+    """`current` updated from a settings object; bad values are ignored and listed in `problems` (this object's only:
+    what an earlier one had was reported then)."""
+    data = raw.get("nestling", raw) if isinstance(raw, dict) else None
     if not isinstance(data, dict):
-        return current
+        return replace(current, problems=())
     changes: dict = {}
     problems: list[str] = []
 

@@ -13,3 +13,10 @@ def test_bad_values_are_ignored_and_listed():
     merged = merge(Settings(), {"prefillOnOpen": "no", "maxTokens": 0, "lineMode": "multi"})
     assert merged.prefill_on_open and merged.max_tokens == Settings().max_tokens and merged.line_mode == "multi"
     assert set(merged.problems) == {"prefillOnOpen='no'", "maxTokens=0"}
+
+
+def test_problems_are_those_of_the_latest_settings_only():
+    bad = merge(Settings(), {"maxTokens": 0, "lineMode": "multi"})
+    for later in (None, {"nestling": None}, {"alternatives": 2}):  # (a client may send null settings on each change)
+        merged = merge(bad, later)
+        assert merged.problems == () and merged.line_mode == "multi"
