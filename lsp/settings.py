@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..daemon.grpc_api.addresses import parse_tcp_address
+from ..daemon.grpc_api.daemon_lock import DaemonError
+
 LINE_MODES = ("auto", "single", "multi")
 
 
@@ -62,7 +65,9 @@ def merge(current: Settings, raw) -> Settings:
     if isinstance(daemon, dict):
         for key, name in (("socket", "socket"), ("tcp", "tcp"), ("token", "token")):
             if key in daemon:
-                if daemon[key] is None or isinstance(daemon[key], str):
+                if key == "tcp" and isinstance(daemon[key], str) and (reason := _bad_tcp_address(daemon[key])):
+                    problems.append(f"daemon.tcp={daemon[key]!r} ({reason})")
+                elif daemon[key] is None or isinstance(daemon[key], str):
                     changes[name] = daemon[key]
                 else:
                     problems.append(f"daemon.{key}={daemon[key]!r}")
@@ -72,3 +77,12 @@ def merge(current: Settings, raw) -> Settings:
             else:
                 problems.append(f"daemon.autoStart={daemon['autoStart']!r}")
     return replace(current, **changes, problems=tuple(problems))
+
+
+def _bad_tcp_address(address: str) -> str | None:
+    """Why `address` is no daemon address (HOST:PORT), or None."""
+    try:
+        parse_tcp_address(address)
+    except DaemonError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None

@@ -20,3 +20,11 @@ def test_problems_are_those_of_the_latest_settings_only():
     for later in (None, {"nestling": None}, {"alternatives": 2}):  # (a client may send null settings on each change)
         merged = merge(bad, later)
         assert merged.problems == () and merged.line_mode == "multi"
+
+
+def test_a_daemon_tcp_setting_that_is_no_address_is_a_problem_not_a_target():
+    merged = merge(Settings(), {"daemon": {"tcp": "notaport"}})
+    assert merged.tcp is None and merged.problems == ("daemon.tcp='notaport' (expected HOST:PORT with a port in "
+                                                      "1..65535, e.g. 127.0.0.1:7878)",)
+    assert merge(Settings(), {"daemon": {"tcp": "127.0.0.1:7878"}}).tcp == "127.0.0.1:7878"
+    assert merge(Settings(), {"daemon": {"tcp": None}}).problems == ()
