@@ -110,6 +110,12 @@ def read_shape_variants(path: Path) -> dict:
     return shape_variants(data)
 
 
+# the targets that measure something else than SOURCES, and what
+SOURCELESS_TARGETS = {"grpc": "it types in --file, by default a 2,000-line file made of the held-out files",
+                      "syntax": "it edits 5,000-line files it writes, one per language",
+                      "lookup": "it reads the continuations cached in --cache-dir"}
+
+
 def run(args) -> int:
     check_outputs(args)
     if args.limit is not None and args.limit < 1:
@@ -120,6 +126,9 @@ def run(args) -> int:
         raise ValueError(f"--temperature, --top-p and --seed apply to the decoding modes, not --target {args.target}")
     if args.target != "engine" and args.shape_variants:
         raise ValueError(f"--shape-variants applies to the decoding modes, not --target {args.target}")
+    if args.sources and args.target in SOURCELESS_TARGETS:
+        raise ValueError(f"--target {args.target} takes no SOURCES ({SOURCELESS_TARGETS[args.target]}); "
+                         f"drop {' '.join(str(s) for s in args.sources)}")
     if args.target == "grpc":
         return run_typing(args)
     if args.target == "open":

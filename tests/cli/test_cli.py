@@ -354,7 +354,9 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
         assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr
     for flags, message in ((("--temperature", 0.5, "--peers"), "decode greedily only"),
                            (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in"),
-                           (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax")):
+                           (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax"),
+                           (("--target", "syntax", __file__), "--target syntax takes no SOURCES (it edits 5,000-line"),
+                           (("--target", "lookup", __file__), "--target lookup takes no SOURCES")):
         result = nestling("bench", *flags)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     (tmp_path / "bad.json").write_text("{not json")
