@@ -3,7 +3,9 @@
 A document is parsed once, then each edit is applied with `Tree.edit` and a reparse that reuses the old
 tree. The region comes from the language's `regions.scm` query run over a tiny byte range around the
 cursor: the innermost captured node containing the cursor names it (the smallest, then the deepest);
-for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones). Unknown languages, missing grammars
+for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
+Where no capture holds the cursor because the code there does not parse yet (`return ¦`), the region is the one it
+has once a name is typed at the cursor (a reparse of a copy of the tree, ~1 ms in a 7,000-line file). Unknown languages, missing grammars
 and parse failures give the neutral region, never an exception.
 """
 
@@ -25,6 +27,9 @@ class Region(str, Enum):
     NEUTRAL = "neutral"  # unknown language, top level, or no capture
 
 
+
+
+PLACEHOLDER = "x"  # a name, as if typed at a cursor where the code does not parse yet (a valid identifier everywhere)
 
 
 class SyntaxDocument:
@@ -93,6 +98,8 @@ class SyntaxDocument:
             region = self._region_at_byte(cursor)
             if region is Region.NEUTRAL:
                 region = self._region_on_indented_blank_line(cursor)
+            if region is Region.NEUTRAL:
+                region = self._region_as_if_typed(cursor)
             return region
         except Exception as exc:
             log.warning("region lookup failed: %s", exc)
@@ -112,18 +119,36 @@ class SyntaxDocument:
         return self._region_at_byte(before, lambda node: self._indent_of_line_at(node.start_byte) < column) \
             if before else Region.NEUTRAL
 
+    def _region_as_if_typed(self, cursor: int) -> Region:
+        """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `import ¦`, `f(a, ¦`) the statement
+        does not parse yet and no capture holds the cursor: take the region it has once a name is typed there
+        (a reparse of a copy of the tree; the document keeps its own)."""
+        line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
+        if not self._bytes[line_start:cursor].strip():
+            return Region.NEUTRAL
+        placeholder = PLACEHOLDER.encode()
+        row, column = self._point(cursor)
+        tree = self._tree.copy()
+        tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(placeholder),
+                  start_point=(row, column), old_end_point=(row, column),
+                  new_end_point=(row, column + len(placeholder)))
+        typed = self._bytes[:cursor] + placeholder + self._bytes[cursor:]
+        return self._region_at_byte(cursor + len(placeholder), tree=self._parser.parse(typed, tree),
+                                    size=len(typed))
+
     def _indent_of_line_at(self, byte: int) -> int:
         start = self._bytes.rfind(b"\n", 0, byte) + 1
         line = self._bytes[start:byte]
         return len(line) - len(line.lstrip(b" \t"))
 
-    def _region_at_byte(self, cursor: int, admit=lambda node: True) -> Region:
+    def _region_at_byte(self, cursor: int, admit=lambda node: True, tree=None, size: int | None = None) -> Region:
+        """The region at byte `cursor` of the document's tree (or of `tree`, over text of `size` bytes)."""
         from tree_sitter import QueryCursor
 
         query_cursor = QueryCursor(self._query)
-        query_cursor.set_byte_range(max(0, cursor - 1), min(len(self._bytes), cursor + 1))
+        query_cursor.set_byte_range(max(0, cursor - 1), min(len(self._bytes) if size is None else size, cursor + 1))
         best = None
-        for pattern, captures in query_cursor.matches(self._tree.root_node):
+        for pattern, captures in query_cursor.matches((tree or self._tree).root_node):
             for name, nodes in captures.items():
                 for node in nodes:
                     # a cursor right after a closing quote is outside the string; elsewhere ends count

@@ -5,6 +5,7 @@
 (using_declaration) @boilerplate
 (namespace_definition name: (_) @boilerplate)
 (template_parameter_list) @boilerplate
+(base_class_clause) @boilerplate
 (parameter_list) @boilerplate
 (function_declarator declarator: (_) @boilerplate)
 (field_declaration_list) @boilerplate

@@ -4,6 +4,7 @@
 (marker_annotation) @boilerplate
 (annotation) @boilerplate
 (formal_parameters) @boilerplate
+(throws) @boilerplate
 (method_declaration name: (identifier) @boilerplate)
 (constructor_declaration name: (identifier) @boilerplate)
 (superclass) @boilerplate

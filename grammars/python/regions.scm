@@ -30,6 +30,7 @@
 (lambda) @logic
 (list_comprehension) @logic
 (dictionary_comprehension) @logic
+(interpolation) @logic
 ; an empty line inside a function body lies outside its block's span: the function is the container
 (function_definition) @logic
 (class_definition) @boilerplate

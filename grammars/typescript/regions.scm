@@ -33,3 +33,5 @@
 
 (string) @string
 (template_string) @string
+; an interpolation inside a template string is an expression
+(template_substitution) @logic

@@ -29,6 +29,12 @@ CASES = {
         ("def f(n):\n    return [\n        1,\n    ]\n    <|>\n", L),
         ("class A:\n    def f(self):\n        return 1\n    <|>\n", B),
         ("def f(a):\n    if a:\n        b = 1\n        <|>\n", L),
+        # right after a keyword or an operator the statement does not parse yet: the region once a name is typed
+        ("def f(x):\n    return <|>", L),
+        ("def f(x):\n    y = <|>\n    return y\n", L),
+        ("import <|>", B),
+        ("from os import <|>", B),
+        ('name = f"{<|>}"\n', L),  # an f-string's interpolation is an expression
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
@@ -38,12 +44,15 @@ CASES = {
         ("function f() {\n  return 1;\n<|>}\n", B),
         ("// note<|>\n", C),
         ("const s = 'ab<|>c';\n", S),
+        ("const x = <|>", L),
+        ("const s = `a${<|>}`;\n", L),
     ],
     "typescript": [
         ("import { A } from './a<|>';\n", B),
         ("interface P { name: st<|>ring }\n", B),
         ("function f(a: number<|>): void {}\n", B),
         ("function f(a: number): number {\n  if (a > <|>) { return 1; }\n  return 0;\n}\n", L),
+        ("let x: <|>", B),
         ("/* block <|>*/\n", C),
     ],
     "go": [
@@ -56,6 +65,7 @@ CASES = {
     ],
     "rust": [
         ("use std::collections::Hash<|>Map;\n", B),
+        ("use <|>", B),
         ("fn f(a: i32, <|>) {}\n", B),
         ("fn f(a: i32) -> i32 {\n    let b = a + 1<|>;\n    b\n}\n", L),
         ("struct P {\n    x: i32,<|>\n}\n", B),
@@ -64,6 +74,7 @@ CASES = {
     ],
     "java": [
         ("import java.util.Li<|>st;\n", B),
+        ("class A {\n  void f() throws <|> {}\n}\n", B),
         ("class A {\n  void f(int a, <|>) {}\n}\n", B),
         ("class A {\n  int f(int a) {\n    int b = a + 1<|>;\n    return b;\n  }\n}\n", L),
         ("class A {\n  @Overr<|>ide\n  public String toString() { return \"\"; }\n}\n", B),
@@ -72,6 +83,7 @@ CASES = {
     ],
     "c": [
         ("#include <std<|>io.h>\n", B),
+        ("#include <|>", B),
         ("int f(int a, <|>) { return a; }\n", B),
         ("int f(int a) {\n  int b = a + 1<|>;\n  return b;\n}\n", L),
         ("int xs[] = {1, 2, <|>};\n", B),
@@ -83,6 +95,7 @@ CASES = {
         ("namespace util {\nint f(int a, <|>);\n}\n", B),
         ("int f(int a) {\n  auto b = a + 1<|>;\n  return b;\n}\n", L),
         ("template <typename T<|>> T g(T x);\n", B),
+        ("class B : public <|> {};\n", B),
         ("// note<|>\n", C),
     ],
 }
