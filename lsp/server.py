@@ -90,6 +90,10 @@ def query_for(ls: NestlingLanguageServer, uri: str, position: types.Position, al
         if selected is not None:
             start = convert.cursor_offset(document, selected.range.start)
             end = convert.cursor_offset(document, selected.range.end)
+            if not start <= cursor <= end:
+                raise ValueError("selectedCompletionInfo.range must hold the position (the text the selected item "
+                                 "replaces, around the cursor)" if start <= end else
+                                 "selectedCompletionInfo.range ends before it starts")
             text, cursor = convert.apply_selected(document.source, start, end, selected.text)
             prefix_text = selected.text
     except ValueError as exc:

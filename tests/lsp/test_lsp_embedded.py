@@ -64,6 +64,20 @@ async def test_items_extend_the_selected_completion(client: LanguageClient):
 
 
 @pytest.mark.asyncio(loop_scope="module")
+async def test_a_selected_completion_range_away_from_the_cursor_is_invalid(client: LanguageClient):
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    def at(line, character):
+        return types.Position(line=line, character=character)
+
+    for start, end, cursor, message in ((at(4, 16), at(4, 18), (6, 4), "must hold the position"),
+                                        (at(4, 18), at(4, 16), (4, 17), "ends before it starts")):
+        selected = types.SelectedCompletionInfo(range=types.Range(start=start, end=end), text="os.path")
+        with pytest.raises(JsonRpcInvalidParams, match=message):
+            await client.text_document_inline_completion_async(inline_params(*cursor, selected=selected))
+
+
+@pytest.mark.asyncio(loop_scope="module")
 async def test_completion_fallback_carries_the_whole_completion(client: LanguageClient):
     result = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line=4, character=14)))
