@@ -2,12 +2,10 @@
 
 import random
 
+from char_tokenizer import FIM, CharTokenizer
 from nestling.daemon.context.fim import FimBudget
 from nestling.daemon.training.corpus import SourceFile
 from nestling.daemon.training.samples import body_shortfall, function_bodies, make_samples
-
-FIM = ("<pre>", "<suf>", "<mid>")
-MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM)}
 
 SOURCE = '''import os
 
@@ -38,20 +36,6 @@ def last(a, b):
     \'\'\'Add.\'\'\'
     return a + b
 '''
-
-
-class CharTokenizer:
-    """One token per character; the three FIM markers are tokens of their own."""
-
-    def __call__(self, text, add_special_tokens=False):
-        return {"input_ids": [ord(c) for c in text]}
-
-    def decode(self, ids, skip_special_tokens=False):
-        names = {v: k for k, v in MARKERS.items()}
-        return "".join(names.get(i, chr(i) if i < 0x10000 else "") for i in ids)
-
-    def convert_tokens_to_ids(self, token):
-        return MARKERS[token]
 
 
 def source_file(tmp_path, name, text, language):
