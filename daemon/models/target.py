@@ -217,13 +217,23 @@ class TargetModel:
         return last, torch.cat([last if i == count else out.hidden_states[i] for i in self.feature_layers], dim=-1)
 
 
-def _load_tokenizer(path: Path):
+def _load_tokenizer(path: Path, vocab_rows: int):
+    """The folder's tokenizer, checked to be one: without tokenizer files transformers makes an empty one (every
+    text encodes to nothing), and a tokenizer of another model may hold ids the model has no embedding for."""
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False, local_files_only=True)
     except Exception as exc:
         raise ModelLoadError(f"{path}: could not load the tokenizer ({exc})") from exc
+    if not tokenizer("def f(x):", add_special_tokens=False)["input_ids"]:
+        raise ModelLoadError(f"{path}: no usable tokenizer (text encodes to no tokens): the folder needs its "
+                             "tokenizer files (tokenizer.json, or vocab.json and merges.txt)")
+    largest = max(tokenizer.get_vocab().values())
+    if largest >= vocab_rows:
+        raise ModelLoadError(f"{path}: the tokenizer has token id {largest} but the model only {vocab_rows} "
+                             "embeddings: the tokenizer belongs to another model")
+    return tokenizer
 
 
 def _check_model_dir(path: Path) -> None:
@@ -253,12 +263,18 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
 
     hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed
     try:
-        model = AutoModelForCausalLM.from_pretrained(
+        model, info = AutoModelForCausalLM.from_pretrained(
             str(path), dtype=dtype, attn_implementation=attention_implementation(), trust_remote_code=False,
-            local_files_only=True,
+            local_files_only=True, output_loading_info=True,
         )
     except Exception as exc:
         raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
+    for kind, keys in (("lack", info.get("missing_keys")), ("have the wrong shape for", info.get("mismatched_keys"))):
+        if keys:  # transformers fills such tensors with random values, and the model writes garbage
+            names = sorted(k if isinstance(k, str) else k[0] for k in keys)
+            raise ModelLoadError(f"{path}: the weights {kind} {len(names)} of the model's tensors "
+                                 f"({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): a file cut short "
+                                 "or a config.json of another model")
     return model.to(device)
 
 
@@ -319,7 +335,7 @@ def load_target(
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(torch_device, dtype)
     model = load_hf_model(path, torch_device, torch_dtype)
-    tokenizer = _load_tokenizer(path)
+    tokenizer = _load_tokenizer(path, model.get_input_embeddings().weight.shape[0])
     return TargetModel(
         model=model,
         tokenizer=tokenizer,

@@ -1,3 +1,4 @@
+import json
 import re
 
 import pytest
@@ -55,3 +56,55 @@ def test_a_torch_device_type_the_engine_does_not_run_on_is_refused_by_name(name,
     with pytest.raises(ModelLoadError, match=re.escape(says)):
         resolve_device(name)
     assert resolve_device(None) in (torch.device("cpu"), torch.device("cuda"))
+
+
+def broken_model_folder(tmp_path, damage):
+    from safetensors.torch import load_file, save_file
+
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "model")
+    weights = folder / "model.safetensors"
+    if damage == "missing tensor":
+        tensors = load_file(weights)
+        del tensors["model.layers.1.mlp.down_proj.weight"]
+        save_file(tensors, weights, metadata={"format": "pt"})
+    elif damage == "no tokenizer":
+        for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"):
+            (folder / name).unlink(missing_ok=True)
+    elif damage == "no weights":
+        weights.unlink()
+    elif damage == "remote code":
+        config = json.loads((folder / "config.json").read_text())
+        config["auto_map"] = {"AutoModelForCausalLM": "modeling_evil.Model"}
+        (folder / "config.json").write_text(json.dumps(config))
+        (folder / "modeling_evil.py").write_text("raise SystemExit('never run')\n")
+    elif damage == "bad config":
+        (folder / "config.json").write_text("{not json")
+    return folder
+
+
+@pytest.mark.parametrize("damage,says", [
+    ("missing tensor", "the weights lack 1 of the model's tensors (model.layers.1.mlp.down_proj.weight)"),
+    ("no tokenizer", "no usable tokenizer (text encodes to no tokens)"),
+    ("no weights", "no weights (*.safetensors or pytorch_model*.bin)"),
+    ("remote code", "the model needs its own code (auto_map); nestling never runs remote code"),
+    ("bad config", "unreadable config"),
+])
+def test_a_damaged_model_folder_is_refused_by_name_not_loaded_with_random_weights(tmp_path, damage, says):
+    from nestling.daemon.models.target import load_target
+
+    folder = broken_model_folder(tmp_path, damage)
+    with pytest.raises(ModelLoadError, match=re.escape(says)):
+        load_target(str(folder), device="cpu", dtype="float32", progress=False)
+
+
+def test_a_tokenizer_with_ids_past_the_embeddings_belongs_to_another_model(tmp_path):
+    from nestling.daemon.models.target import _load_tokenizer
+
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "model")
+    assert _load_tokenizer(folder, 100_000)("x")["input_ids"]
+    with pytest.raises(ModelLoadError, match="the tokenizer has token id .* but the model only 10 embeddings"):
+        _load_tokenizer(folder, 10)
