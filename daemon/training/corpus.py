@@ -18,6 +18,7 @@ LANGUAGES = {
 MAX_FILE_BYTES = 200_000  # generated tables and vendored bundles are not what a user types
 MIN_FILE_BYTES = 200
 THIRD_PARTY = {"site-packages", "dist-packages"}  # folders of installed packages, not the standard library
+SKIPPED_FOLDERS = {"test", "tests", "testdata", "__pycache__", "site-packages-tests", "node_modules.cache"}
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def default_roots() -> list[str]:
     # the standard library's own entries: an interpreter built in place (pyenv, a source build) keeps its
     # third-party site-packages inside the stdlib folder, and what happens to be installed there is no default
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    roots = [str(p) for p in sorted(stdlib.iterdir()) if p.name not in THIRD_PARTY]
+    roots = [str(p) for p in sorted(stdlib.iterdir()) if p.name not in THIRD_PARTY | SKIPPED_FOLDERS]
     for dist in ("transformers", "tqdm", "safetensors", "gguf", "numpy", "tokenizers", "huggingface-hub"):
         try:
             files = metadata.distribution(dist).files or []
@@ -57,21 +58,37 @@ def _expand(pattern: str) -> list[Path]:
     return [Path(p) for p in glob.glob(os.path.expanduser(pattern), recursive=True) if Path(p).is_file()]
 
 
-def _skipped(path: Path) -> bool:
-    parts = set(path.parts)
-    return bool(parts & {"test", "tests", "testdata", "__pycache__", "site-packages-tests", "node_modules.cache"}) \
-        or ".min." in path.name
+def _base(pattern: str) -> Path:
+    """The folder a pattern names, or for a glob the folder above its first wildcard."""
+    parts = Path(pattern).expanduser().parts
+    fixed = [part for part in parts[: next((i for i, p in enumerate(parts) if glob.has_magic(p)), len(parts))]]
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _skipped(path: Path, base: Path) -> bool:
+    """Test suites, caches and minified files below `base` (the folders above it are the user's choice: a project
+    kept under ~/tests is no test suite)."""
+    try:
+        parts = set(path.relative_to(base).parts[:-1])
+    except ValueError:
+        parts = set(path.parts[:-1])
+    return bool(parts & SKIPPED_FOLDERS) or ".min." in path.name
 
 
 def discover(patterns: list[str], exclude: list[str] = ()) -> list[SourceFile]:
-    """Source files matching `patterns` (folders or globs), deduplicated by content, in a stable order."""
+    """Source files matching `patterns` (folders or globs), deduplicated by content, in a stable order. ValueError
+    for a pattern that is no file or folder and no glob (a typo would otherwise be skipped in silence)."""
+    missing = [p for p in patterns if not glob.has_magic(p) and not Path(p).expanduser().exists()]
+    if missing:
+        raise ValueError(f"--corpus {', '.join(missing)}: no such file or folder")
     excluded = {p.resolve() for pattern in exclude for p in _expand(pattern)}
     seen: set[str] = set()
     files: list[SourceFile] = []
     for pattern in patterns:
+        base = _base(pattern)
         for path in sorted(_expand(pattern)):
             language = LANGUAGES.get(path.suffix)
-            if language is None or _skipped(path) or path.resolve() in excluded:
+            if language is None or _skipped(path, base) or path.resolve() in excluded:
                 continue
             try:
                 size = path.stat().st_size

@@ -27,6 +27,19 @@ def test_globs_pick_languages_and_skip_the_rest(tmp_path):
     assert "three.py" not in {f.path.name for f in excluded}
 
 
+def test_folders_above_the_corpus_do_not_count_as_test_suites_and_a_missing_path_is_an_error(tmp_path):
+    import pytest
+
+    project = tmp_path / "tests" / "project"  # a project kept under a folder named tests
+    write(project / "one.py", body(1))
+    write(project / "tests" / "test_one.py", body(2))  # its own test suite: skipped
+    assert [f.path.name for f in discover([str(project)])] == ["one.py"]
+    assert [f.path.name for f in discover([str(project / "*.py")])] == ["one.py"]
+    with pytest.raises(ValueError, match=r"--corpus .*projetc: no such file or folder"):
+        discover([str(project), str(tmp_path / "tests" / "projetc")])
+    assert discover([str(tmp_path / "nothing" / "*.py")]) == []  # a glob may match nothing
+
+
 def test_identical_files_are_kept_once(tmp_path):
     write(tmp_path / "x.py", body(1))
     write(tmp_path / "copy" / "x.py", body(1))
