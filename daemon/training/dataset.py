@@ -75,6 +75,24 @@ def load_shard(path: Path) -> list[DistilledSequence]:
     return sequences
 
 
+ADDED_LATER = {"model_weights"}  # manifest entries caches made before them lack: such a cache is taken as it is
+
+
+def manifest_differences(existing: dict, wanted: dict) -> list[str]:
+    """What a cache's manifest records otherwise than this run needs, one "key: cached vs now" each ([] if none)."""
+    differing = []
+    for key in sorted(set(existing) | set(wanted)):
+        if key not in existing and key in ADDED_LATER:
+            continue
+        old, new = existing.get(key), wanted.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            differing += [f"{key}.{k}: {old.get(k)!r} vs {new.get(k)!r} now" for k in sorted(set(old) | set(new))
+                          if old.get(k) != new.get(k)]
+        elif old != new:
+            differing.append(f"{key}: {old!r} vs {new!r} now")
+    return differing
+
+
 class ShardCache:
     """A folder of shards with a size limit; `manifest.json` records what the shards were made from."""
 
@@ -89,11 +107,13 @@ class ShardCache:
             except (ValueError, UnicodeDecodeError):
                 raise ValueError(f"{manifest_path}: not valid JSON (what the cache was made from is unknown); use "
                                  "another --cache-dir or remove this one") from None
-            if existing != manifest:
-                raise ValueError(f"{self.folder}: the cache was made with other settings ({existing}); "
-                                 f"use another --cache-dir or remove it")
-        else:
-            manifest_path.write_text(json.dumps(manifest, indent=2))
+            differing = manifest_differences(existing, manifest)
+            if differing:
+                raise ValueError(f"{self.folder}: the cache was made from another {'; '.join(differing)}: use "
+                                 "another --cache-dir, or remove this one")
+            if existing == manifest:
+                return
+        manifest_path.write_text(json.dumps(manifest, indent=2))  # (a cache from before model_weights gains it)
 
     def shards(self) -> list[Path]:
         return sorted(self.folder.glob("shard-*.safetensors"))

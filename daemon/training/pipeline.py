@@ -106,7 +106,7 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
     # run can be stopped and resumed with a different count: the cached sequences are kept as they are.
     unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
-    manifest = {"model": target.name, "corpus": signature,
+    manifest = {"model": target.name, "model_weights": weights_digest(target.model), "corpus": signature,
                 "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
     if not config.body_fraction:  # caches distilled before the setting existed stay valid
         del manifest["data"]["body_fraction"]
@@ -307,3 +307,13 @@ def render_card(card: dict) -> str:
 |---|---|---|---|---|
 {rows}
 """
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """A digest of the model's weights as loaded (names, dtypes, values): a cache distilled from one model is never
+    taken for another's kept in a folder of the same name (about a second for the default model)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()[:16]

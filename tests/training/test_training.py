@@ -115,8 +115,23 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
     assert train[0].features.untyped_storage().nbytes() == shard.stat().st_size
     again, _, _ = prepare_data(target, config, progress=False)  # resumes from the cache
     assert [s.tokens.tolist() for s in again] == [s.tokens.tolist() for s in train]
-    with pytest.raises(ValueError, match="other settings"):
-        ShardCache(tmp_path / "cache" / "train", 10**9, {"different": True})
+    manifest = tmp_path / "cache" / "train" / "manifest.json"
+    recorded = json.loads(manifest.read_text())
+    with pytest.raises(ValueError, match=r"made from another different: None vs True now"):
+        ShardCache(tmp_path / "cache" / "train", 10**9, {**recorded, "different": True})
+    weight = next(target.model.parameters())
+    kept = weight.detach().clone()
+    with torch.no_grad():
+        weight[0, 0] += 1.0  # another model under the same name
+    try:
+        with pytest.raises(ValueError, match=r"made from another model_weights: '[0-9a-f]{16}' vs '[0-9a-f]{16}' now"):
+            prepare_data(target, config, progress=False)
+    finally:
+        with torch.no_grad():
+            weight.copy_(kept)
+    manifest.write_text(json.dumps({k: v for k, v in recorded.items() if k != "model_weights"}))  # an older cache
+    ShardCache(tmp_path / "cache" / "train", 10**9, recorded)  # taken as it is, and the digest written
+    assert json.loads(manifest.read_text()) == recorded
 
 
 def test_a_shard_reads_back_exactly_as_views_of_its_mapped_file(tmp_path):
