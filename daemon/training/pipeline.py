@@ -106,7 +106,7 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
     # run can be stopped and resumed with a different count: the cached sequences are kept as they are.
     unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
-    manifest = {"model": target.name, "model_weights": weights_digest(target.model), "corpus": signature,
+    manifest = {"model": target.name, "corpus": signature,
                 "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
     if not config.body_fraction:  # caches distilled before the setting existed stay valid
         del manifest["data"]["body_fraction"]
@@ -114,6 +114,7 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
         manifest["feature_layers"] = list(feature_layers)
     caches = (None, None)
     if config.cache_dir:
+        manifest["model_weights"] = weights_digest(target.model)
         limit = int(config.cache_limit_gb * 1e9)
         caches = (ShardCache(Path(config.cache_dir) / "train", limit, manifest),
                   ShardCache(Path(config.cache_dir) / "held_out", limit, manifest))
