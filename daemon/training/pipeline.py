@@ -197,6 +197,11 @@ def check_resumable(target: TargetModel, data: DataConfig, train: TrainConfig, o
     if not checkpoint.exists():
         return
     saved = read_checkpoint(checkpoint)
+    made_for = saved.get("target") or {}  # (checkpoints from before it was recorded lack it)
+    if made_for and made_for.get("weights") != weights_digest(target.model):
+        raise ValueError(f"{checkpoint}: made for another model ({made_for.get('name')}, weights "
+                         f"{made_for.get('weights')}) than --model {target.name} (weights "
+                         f"{weights_digest(target.model)}); give another --out, or start over with --no-resume")
     fused = any(name.startswith("fuse.") for name in saved["head"])
     if fused != data.fused_features:
         raise ValueError(f"{checkpoint}: made with --fused-features {str(fused).lower()}, not "
@@ -250,8 +255,10 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     trained = frozenset(n for n, _ in init.named_parameters()) if init is not None else frozenset()
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
-                                   extra_config={"corpus_signature": corpus["corpus_signature"]}, trained=trained,
-                                   should_stop=should_stop)
+                                   extra_config={"corpus_signature": corpus["corpus_signature"],
+                                                 "target": {"name": target.name,
+                                                            "weights": weights_digest(target.model)}},
+                                   trained=trained, should_stop=should_stop)
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
     best = best_evaluation(state.history, train.eval_steps)
     card = {

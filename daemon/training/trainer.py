@@ -193,7 +193,8 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head.
     `trained`: names of parameters that start trained (fine-tuning): they learn at config.init_lr_scale x lr, and
     the starting head is evaluated first (step 0). `should_stop()` true (a signal, see stopping.py) ends it after
-    the step in progress, evaluated and checkpointed as at any other end."""
+    the step in progress, evaluated and checkpointed as at any other end. extra_config["target"] (the model's name
+    and weights digest) is recorded in the checkpoint too, so that a run for another model does not resume from it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
@@ -311,7 +312,7 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
         state.evals_without_gain += 1
     with replacing(out_dir / "checkpoint.pt") as checkpoint:  # a crash while writing keeps the last one whole
         torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
-                    "config": asdict(config)}, checkpoint)
+                    "config": asdict(config), "target": (extra_config or {}).get("target") or {}}, checkpoint)
     with replacing(out_dir / "learning_curve.json") as curve:
         curve.write_text(json.dumps(state.history, indent=2))
     return state.evals_without_gain >= config.patience

@@ -446,6 +446,17 @@ def test_a_resume_with_other_head_settings_is_refused_before_anything_is_distill
     with pytest.raises(ValueError, match="draft_vocab.pt: a draft vocabulary of 200 tokens, not the 150 asked for"):
         run_training(target, DataConfig(**{**fused.__dict__, "draft_vocab": 150}), longer, tmp_path / "out",
                      progress=False)
+    weight = next(target.model.parameters())
+    kept = weight.detach().clone()
+    with torch.no_grad():
+        weight[0, 0] += 1.0  # another model (of the same name and shapes)
+    try:
+        with pytest.raises(ValueError, match=r"checkpoint.pt: made for another model \(.*, weights [0-9a-f]{16}\) "
+                                             r"than --model .* \(weights [0-9a-f]{16}\)"):
+            run_training(target, fused, longer, tmp_path / "out", progress=False)
+    finally:
+        with torch.no_grad():
+            weight.copy_(kept)
     checkpoint = tmp_path / "out" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
     with pytest.raises(ValueError, match="checkpoint.pt: cannot resume from it .*--no-resume"):
