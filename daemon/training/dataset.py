@@ -96,7 +96,7 @@ def manifest_differences(existing: dict, wanted: dict) -> list[str]:
 class ShardCache:
     """A folder of shards with a size limit; `manifest.json` records what the shards were made from."""
 
-    def __init__(self, folder: Path, limit_bytes: int, manifest: dict):
+    def __init__(self, folder: Path, limit_bytes: float, manifest: dict):
         self.folder = Path(folder)
         self.limit_bytes = limit_bytes
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,7 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     caches = (None, None)
     if config.cache_dir:
         manifest["model_weights"] = weights_digest(target.model)
-        limit = int(config.cache_limit_gb * 1e9)
+        limit = config.cache_limit_gb * 1e9  # (a float: inf, no limit, compares as it should)
         caches = (ShardCache(Path(config.cache_dir) / "train", limit, manifest),
                   ShardCache(Path(config.cache_dir) / "held_out", limit, manifest))
     held = _distill_into(target, held_samples, config, caches[1], "distilling held-out", progress, should_stop)

@@ -113,7 +113,8 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
     assert torch.equal(loaded[0].tokens, train[0].tokens)
     # what the run keeps is the file's mapped copy, not the distilled tensors: memory does not grow with the cache
     assert train[0].features.untyped_storage().nbytes() == shard.stat().st_size
-    again, _, _ = prepare_data(target, config, progress=False)  # resumes from the cache
+    again, _, _ = prepare_data(target, replace(config, cache_limit_gb=float("inf")), progress=False)  # resumes
+    # from the cache (with no limit on it: inf, which was an OverflowError)
     assert [s.tokens.tolist() for s in again] == [s.tokens.tolist() for s in train]
     manifest = tmp_path / "cache" / "train" / "manifest.json"
     recorded = json.loads(manifest.read_text())
