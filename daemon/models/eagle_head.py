@@ -293,7 +293,7 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
         else:
             state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({type(exc).__name__}: {exc})") from exc
+        raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({_first_line(exc)})") from exc
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise HeadLoadError(f"{path}: not a state dict (expected names mapped to tensors, found "
@@ -308,21 +308,24 @@ def _read_config(folder: Path):
     if not path.is_file():
         raise HeadLoadError(f"{path}: missing (an EAGLE head folder needs config.json and its weights)")
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise HeadLoadError(f"{path}: not valid JSON ({exc})") from exc
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+        raise HeadLoadError(f"{path}: not valid JSON ({_first_line(exc)})") from exc
     if not isinstance(raw, dict):
         raise HeadLoadError(f"{path}: expected a JSON object")
     model_type = raw.get("model_type") or _model_type_from_architectures(raw.get("architectures") or [])
     if model_type is None:
         raise HeadLoadError(f"{path}: neither model_type nor a known architecture is given")
+    if not isinstance(model_type, str):
+        raise HeadLoadError(f"{path}: model_type must be a string such as \"qwen2\", not {model_type!r}")
     known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types", "target_feature_layers")}
     known["num_hidden_layers"] = 1
     try:
         with _quiet_transformers():  # its warnings about the config's special token ids: a head uses none of them
             config = AutoConfig.for_model(model_type, **known)
     except Exception as exc:
-        raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({exc})") from exc
+        raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({_first_line(exc)})") \
+            from exc
     config.num_hidden_layers = 1
     if hasattr(config, "layer_types"):
         config.layer_types = ["full_attention"]
@@ -391,11 +394,30 @@ def _model_type_from_architectures(architectures: list[str]) -> str | None:
     return None
 
 
+def _first_line(exc: Exception, limit: int = 200) -> str:
+    """An exception's reason, short: its first line (torch's and transformers' run on for paragraphs and lists)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def load_head(folder: str | Path, target=None) -> EagleHead:
-    """Load an EAGLE head folder; with `target`, check it fits and attach it."""
+    """Load an EAGLE head folder; with `target`, check it fits and attach it. Every HeadLoadError names the folder
+    or the file at fault."""
     folder = Path(folder).expanduser()
+    try:
+        return _load_head(folder, target)
+    except HeadLoadError as exc:
+        if str(exc).startswith(str(folder)):
+            raise
+        raise HeadLoadError(f"{folder}: {exc}") from exc
+
+
+def _load_head(folder: Path, target) -> EagleHead:
     if not folder.is_dir():
-        raise HeadLoadError(f"{folder}: no such head folder")
+        why = "not a folder (a head is a folder: config.json and its weights)" if folder.exists() else \
+            "no such head folder"
+        raise HeadLoadError(f"{folder}: {why}")
     config, raw = _read_config(folder)
     weights = next((folder / name for name in WEIGHT_FILES if (folder / name).is_file()), None)
     if weights is None:

@@ -241,9 +241,11 @@ def _check_model_dir(path: Path) -> None:
     if not config_path.is_file():
         raise ModelLoadError(f"{path}: not a model folder (no config.json)")
     try:
-        config = json.loads(config_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
         raise ModelLoadError(f"{config_path}: unreadable config ({exc})") from exc
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{config_path}: expected a JSON object")
     if "auto_map" in config:
         # Such models need code from the folder itself; nestling never executes it.
         raise ModelLoadError(f"{config_path}: the model needs its own code (auto_map); nestling never runs remote code")

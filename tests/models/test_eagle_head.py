@@ -116,6 +116,9 @@ def test_published_eagle_layout_loads(tmp_path, target):
 def test_missing_folder(tmp_path, target):
     with pytest.raises(HeadLoadError, match="no such head folder"):
         load_head(tmp_path / "nope", target)
+    (tmp_path / "head.py").write_text("x = 1\n")
+    with pytest.raises(HeadLoadError, match=re.escape(f"{tmp_path / 'head.py'}: not a folder (a head is a folder")):
+        load_head(tmp_path / "head.py", target)
 
 
 def test_missing_weights_and_config(tmp_path, target):
@@ -136,6 +139,12 @@ def test_corrupt_files_are_named(tmp_path, target):
     (folder / "config.json").write_text("{ not json")
     with pytest.raises(HeadLoadError, match="config.json: not valid JSON"):
         load_head(folder, target)
+    (folder / "config.json").write_bytes(b"\xff\xfe binary")
+    with pytest.raises(HeadLoadError, match=r"config.json: not valid JSON \(UnicodeDecodeError"):
+        load_head(folder, target)
+    (folder / "config.json").write_text(json.dumps({**target.config.to_dict(), "model_type": 5}))
+    with pytest.raises(HeadLoadError, match="config.json: model_type must be a string such as \"qwen2\", not 5"):
+        load_head(folder, target)
 
 
 @pytest.mark.parametrize("content", [[torch.zeros(2)], torch.zeros(2), {0: torch.zeros(2)}, {"fc.weight": 3}])
@@ -151,7 +160,7 @@ def test_head_for_another_target_size_is_refused(tmp_path, target):
     other = tiny_target("qwen2")
     other.model.config.hidden_size = 64  # pretend: a different target
     folder = save_head(new_head(other.config), tmp_path / "wide")
-    with pytest.raises(HeadLoadError, match="hidden_size 64 does not match the target's 32"):
+    with pytest.raises(HeadLoadError, match=re.escape(f"{folder}: head hidden_size 64 does not match the target's 32")):
         load_head(folder, target)
 
 

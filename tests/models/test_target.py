@@ -81,6 +81,8 @@ def broken_model_folder(tmp_path, damage):
         (folder / "modeling_evil.py").write_text("raise SystemExit('never run')\n")
     elif damage == "bad config":
         (folder / "config.json").write_text("{not json")
+    elif damage == "binary config":
+        (folder / "config.json").write_bytes(b"\xff\xfe binary")
     return folder
 
 
@@ -90,6 +92,7 @@ def broken_model_folder(tmp_path, damage):
     ("no weights", "no weights (*.safetensors or pytorch_model*.bin)"),
     ("remote code", "the model needs its own code (auto_map); nestling never runs remote code"),
     ("bad config", "unreadable config"),
+    ("binary config", "config.json: unreadable config ('utf-8' codec can't decode"),
 ])
 def test_a_damaged_model_folder_is_refused_by_name_not_loaded_with_random_weights(tmp_path, damage, says):
     from nestling.daemon.models.target import load_target
