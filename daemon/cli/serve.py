@@ -78,25 +78,43 @@ def run(args) -> int:
               f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
     elif os.environ.get(TOKEN_VARIABLE):
         settings["token"] = os.environ[TOKEN_VARIABLE]
-    config, _ = load_config(settings, named_file_must_exist=True)  # (refuses a bad --tcp before the libraries load)
+    config, sources = load_config(settings, named_file_must_exist=True)  # (refuses a bad --tcp before the libraries
+    # load)
     if args.restart:
         return stop(args.wait) or detach(args, config)
     if args.detach:
         return detach(args, config)
     from ..grpc_api.server import DaemonError, serve
+    from ..models.errors import HeadLoadError, ModelLoadError
     from ..runtime import load_runtime
 
     logging.getLogger().setLevel(LOG_LEVELS[config.log_level])
+    def load():
+        try:
+            return load_runtime(config.model, config.head, config.device, config.dtype,
+                                static_shapes=config.static_shapes, draft_gate=config.draft_gate,
+                                packed_weights=config.packed_weights, exact_trees=config.exact_trees)
+        except (ModelLoadError, HeadLoadError) as exc:
+            key = "head" if isinstance(exc, HeadLoadError) else "model"
+            raise type(exc)(said_of_its_setting(str(exc), key, sources.get(key, ""))) from exc
+
     try:
-        asyncio.run(serve(config, lambda: load_runtime(config.model, config.head, config.device, config.dtype,
-                                                        static_shapes=config.static_shapes,
-                                                        draft_gate=config.draft_gate,
-                                                        packed_weights=config.packed_weights,
-                                                        exact_trees=config.exact_trees)))
+        asyncio.run(serve(config, load))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def said_of_its_setting(message: str, key: str, source: str) -> str:
+    """A model or head error (`key`), said of the config file's setting where the file gave it (`source`, as
+    load_config names it: "file PATH"); the loader speaks of the flags, --model and --head."""
+    if not source.startswith("file "):
+        return message
+    path = source.removeprefix("file ")
+    if message.startswith(f"--{key} "):
+        return f"{path}: setting {key} {message.removeprefix(f'--{key} ')}"
+    return f"{path}, setting {key}: {message}"
 
 
 def detach(args, config) -> int:

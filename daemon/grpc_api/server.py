@@ -115,7 +115,9 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         waiter = asyncio.ensure_future(stop.wait())
         await asyncio.wait({loading, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if loading.done():
-            loading.result()  # raise a load failure
+            if loading.exception() is not None:  # a load failure: the server stops before the error is raised (left
+                await server.stop(None)  # to the garbage collector, it stopped after the event loop: a traceback)
+                loading.result()
             for name in ("", SERVICE_NAME):
                 await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
             log.log(NOTICE, "nestling daemon ready: %s", daemon.runtime.summary())

@@ -130,6 +130,17 @@ def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     assert '"max_tokens": 5' in result.stdout
 
 
+def test_a_model_or_head_the_config_file_names_that_cannot_load_is_said_of_its_setting(tmp_path, env, model_folder):
+    for line, says in ((f'model = "{tmp_path / "nope"}"', f"none.toml: setting model '{tmp_path / 'nope'}': no such "
+                                                          "file or folder"),
+                       (f'model = "{model_folder}"\nhead = "{tmp_path}"', f"none.toml, setting head: {tmp_path}/"
+                                                                          "config.json: missing")):
+        (tmp_path / "none.toml").write_text(line + "\n")
+        result = nestling("serve", env=env)
+        assert result.returncode == 2 and says in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "Event loop is closed" not in result.stderr, result.stderr
+
+
 def test_a_socket_path_holding_a_file_is_refused_and_the_file_and_its_folder_are_left_alone(tmp_path, env):
     folder = tmp_path / "project"
     folder.mkdir(mode=0o755)
