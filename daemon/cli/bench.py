@@ -93,6 +93,10 @@ def check_outputs(args) -> None:
         path = getattr(args, flag, None)
         if path is not None and not Path(path).parent.is_dir():
             raise ValueError(f"--{flag} {path}: the folder {Path(path).parent} does not exist")
+        if path is not None and Path(path).is_dir():
+            raise ValueError(f"--{flag} {path}: a folder; give a file name")
+    if getattr(args, "plot", None) and Path(args.plot).suffix.lower() != ".png":
+        raise ValueError(f"--plot {args.plot}: the plot is a PNG image; give a file name ending in .png")
     if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
         raise ValueError("--plot needs matplotlib: pip install matplotlib")
 

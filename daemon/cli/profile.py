@@ -62,6 +62,10 @@ def run(args) -> int:
         raise ValueError("--context must be at least 2 and --repeats at least 1")
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, packed_weights=args.packed_weights,
                            exact_trees=args.exact_trees)
+    positions = getattr(runtime.target.config, "max_position_embeddings", None)
+    if positions and args.context + max(VERIFY_SIZES) > positions:
+        raise ValueError(f"--context {args.context} and trees of up to {max(VERIFY_SIZES)} tokens exceed the model's "
+                         f"{positions} positions: give --context {positions - max(VERIFY_SIZES)} at most")
     profile = measure_shown(runtime.target, runtime.tree_source, context_tokens=args.context, sizes=VERIFY_SIZES,
                             repeats=args.repeats)
     path = profile_path(profile.key)
@@ -84,14 +88,16 @@ def run(args) -> int:
 def _report(args, runtime, profile, path: Path, previous, spread: float) -> str:
     """What `nestling profile` prints: JSON with --json, else the curve (and the one it replaces) in words."""
     if args.json:
-        return json.dumps({"path": str(path), "packed_weights": runtime.target.packed_weights,
+        return json.dumps({"path": str(path), "plot": str(args.plot) if args.plot else None,
+                           "packed_weights": runtime.target.packed_weights,
                            "exact_rows": runtime.target.exact_rows,
                            "verify_ms": profile.verify_ms, "draft_step_ms": profile.draft_step_ms,
                            "check_ms": profile.measured["check_ms"], "check_spread": round(spread, 4),
                            "attempt": profile.measured["attempt"],
                            "previous_verify_ms": previous.verify_ms if previous is not None else None,
                            "draft_step_over_one_token_forward": round(profile.draft_step_ms / profile.verify_ms[1], 4)})
-    lines = [f"{runtime.summary()}; context {args.context}, saved to {path}",
+    lines = [f"{runtime.summary()}; context {args.context}, saved to {path}"
+             + (f"; plot: {args.plot}" if args.plot else ""),
              "W:  " + "".join(f"{w:>8}" for w in profile.verify_ms),
              "ms: " + "".join(f"{t:>8.1f}" for t in profile.verify_ms.values())]
     if previous is not None:  # the curve this one replaces, at the same sizes

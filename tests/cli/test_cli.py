@@ -367,6 +367,11 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
         assert result.returncode == 2 and message in result.stderr, result.stderr
     result = nestling("profile", "--plot", tmp_path / "missing" / "curve.png")
     assert result.returncode == 2 and "does not exist" in result.stderr
+    for command, plot, says in (("profile", tmp_path, "a folder; give a file name"),
+                                ("profile", tmp_path / "curve", "give a file name ending in .png"),
+                                ("bench", tmp_path / "speed.txt", "give a file name ending in .png")):
+        result = nestling(command, "--plot", plot)  # (matplotlib wrote PATH.png, or refused, after the measuring)
+        assert result.returncode == 2 and says in result.stderr, result.stderr
 
 
 def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
@@ -385,6 +390,9 @@ def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
     shown = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
                      "--repeats", 1)
     assert shown.returncode == 0 and "\nwas: " in shown.stdout, shown.stderr
+    beyond = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 600)
+    assert beyond.returncode == 2 and "--context 600 and trees of up to" in beyond.stderr \
+        and "exceed the model's 512 positions" in beyond.stderr, beyond.stderr
 
 
 def test_version_prints_the_package_version_and_code_stamp_without_loading_the_model_stack():
