@@ -89,6 +89,12 @@ def run(args) -> int:
     check_settings(data, train)
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a folder")
+    for flag, folder in (("--out", args.out), ("--cache-dir", data.cache_dir)):
+        try:  # before the model loads and hours of work begin, not when the first file is written
+            if folder is not None:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"{flag} {folder}: cannot make that folder ({exc.strerror or exc})") from None
     if train.max_steps == 0:
         print(f"nestling train-head: --max-steps 0: distilling into {data.cache_dir} and scoring the starting head "
               "only; no training steps", file=sys.stderr)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import pickle
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -292,6 +293,9 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
             state = load_file(str(path))
         else:
             state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # (torch's own text advises weights_only=False: running the file's code)
+        raise HeadLoadError(f"{path}: not a file of tensors only (it is no torch file, or holds Python objects, "
+                            "which nestling never unpickles)") from None
     except Exception as exc:
         raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({_first_line(exc)})") from exc
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)

@@ -322,6 +322,10 @@ def test_train_head_refuses_unusable_settings_before_loading_anything(tmp_path):
     (tmp_path / "file").write_text("mine")
     result = nestling("train-head", "--out", tmp_path / "file")
     assert result.returncode == 2 and "exists and is not a folder" in result.stderr
+    for flags, says in ((("--out", tmp_path / "file" / "out"), f"--out {tmp_path / 'file' / 'out'}: cannot make"),
+                        (("--out", tmp_path / "out", "--cache-dir", tmp_path / "file" / "cache"), "--cache-dir ")):
+        result = nestling("train-head", *flags)  # (a bare "[Errno 20] Not a directory" after the model loaded)
+        assert result.returncode == 2 and says in result.stderr and "Not a directory" in result.stderr, result.stderr
     assert (tmp_path / "file").read_text() == "mine"
 
 

@@ -136,6 +136,11 @@ def test_corrupt_files_are_named(tmp_path, target):
     (folder / "model.safetensors").write_bytes(b"\x00\x01 not a safetensors file")
     with pytest.raises(HeadLoadError, match="model.safetensors: corrupt"):
         load_head(folder, target)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"garbage, not a pickle")
+    with pytest.raises(HeadLoadError, match=r"pytorch_model.bin: not a file of tensors only") as refused:
+        load_head(folder, target)
+    assert "weights_only" not in str(refused.value)  # torch's advice: run the file's code
     (folder / "config.json").write_text("{ not json")
     with pytest.raises(HeadLoadError, match="config.json: not valid JSON"):
         load_head(folder, target)
