@@ -138,6 +138,11 @@ class ShardCache:
         return [seq for path in self.shards() for seq in load_shard(path)]
 
 
+def cached_sequence_count(folder: Path) -> int:
+    """How many sequences the shards in `folder` hold (what a stopped run keeps; its memory goes with it)."""
+    return sum(len(load_shard(path)) for path in sorted(Path(folder).glob("shard-*.safetensors")))
+
+
 @dataclass
 class Batch:
     inputs: torch.Tensor  # [B, T, F] what the head reads: the fused features, or `features` itself

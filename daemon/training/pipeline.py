@@ -25,7 +25,7 @@ from ..models.eagle_head import (EagleHead, fused_feature_layers, fused_from_pla
                                  head_from_target, load_head)
 from ..models.target import TargetModel
 from .corpus import default_roots, discover, split_held_out
-from .dataset import ShardCache
+from .dataset import ShardCache, cached_sequence_count
 from .distill import DistilledSequence, batching_order, distill
 from .samples import body_shortfall, make_samples
 from .stopping import StopSignal, TrainingStopped
@@ -56,8 +56,9 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
         bar.set_postfix(gen_tok_s=f"{new_tokens / max(1e-6, time.monotonic() - started):.1f}")
         if len(pending) >= 256:
             stored = cache.add(pending) if cache else None
-            if cache and stored is None:
-                tqdm.write(f"{cache.folder}: size limit reached; keeping the rest in memory")
+            if cache and (stored is None or cache.full()):
+                tqdm.write(f"{cache.folder}: size limit reached (--cache-limit-gb); what is distilled from here on "
+                           "is kept in memory only, for this run")
                 cache = None
             done += stored or pending  # stored: the file's mapped copies, so memory does not grow with the cache
             pending = []
@@ -243,7 +244,8 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
                                                should_stop)
     data_seconds = time.monotonic() - started
     if should_stop():
-        kept = f"{len(train_set)} training sequences are cached in {data.cache_dir}" if data.cache_dir else \
+        on_disk = cached_sequence_count(Path(data.cache_dir) / "train") if data.cache_dir else 0
+        kept = f"{on_disk} training sequences are cached in {data.cache_dir}" if data.cache_dir else \
             "nothing was kept (no --cache-dir)"
         raise TrainingStopped(f"stopped while distilling: {kept}; the same command goes on from there")
     if not train_set or not held_out:
