@@ -15,6 +15,7 @@ import json
 import math
 import pickle
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -307,12 +308,19 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
     if improved:
         state.best_chain_tau = metrics["chain_tau"]
         state.evals_without_gain = 0
-        save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **row}})
     else:
         state.evals_without_gain += 1
-    with replacing(out_dir / "checkpoint.pt") as checkpoint:  # a crash while writing keeps the last one whole
-        torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
-                    "config": asdict(config), "target": (extra_config or {}).get("target") or {}}, checkpoint)
-    with replacing(out_dir / "learning_curve.json") as curve:
-        curve.write_text(json.dumps(state.history, indent=2))
+    try:
+        if improved:
+            save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **row}})
+        with replacing(out_dir / "checkpoint.pt") as checkpoint:  # a crash while writing keeps the last one whole
+            torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
+                        "config": asdict(config), "target": (extra_config or {}).get("target") or {}}, checkpoint)
+        with replacing(out_dir / "learning_curve.json") as curve:
+            curve.write_text(json.dumps(state.history, indent=2))
+    except (OSError, RuntimeError) as exc:  # (torch's writer raises RuntimeError "basic_ios::clear" on a full disk)
+        free = shutil.disk_usage(out_dir).free
+        raise OSError(f"{out_dir}: could not save step {state.step} ({str(exc).strip().splitlines()[0][:120]}; "
+                      f"{free / 2**20:.0f} MiB free there): the last checkpoint saved whole is kept, and the same "
+                      "command resumes from it once there is room") from None
     return state.evals_without_gain >= config.patience

@@ -4,6 +4,7 @@ import json
 import os
 import signal
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -462,6 +463,29 @@ def test_a_resume_with_other_head_settings_is_refused_before_anything_is_distill
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
     with pytest.raises(ValueError, match="checkpoint.pt: cannot resume from it .*--no-resume"):
         run_training(target, fused, longer, tmp_path / "out", progress=False)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_an_error_naming_the_folder_and_the_last_one_stays(tmp_path, target,
+                                                                                                   corpus, monkeypatch):
+    from nestling.daemon.training import trainer
+
+    save, calls = torch.save, []
+
+    def disk_fills(obj, path):
+        calls.extend([path] if Path(path).name.startswith("checkpoint") else [])
+        if len(calls) > 1 and Path(path).name.startswith("checkpoint"):
+            open(path, "wb").write(b"part")  # what a full disk leaves of it
+            raise RuntimeError("basic_ios::clear: iostream error")
+        save(obj, path)
+
+    monkeypatch.setattr(trainer.torch, "save", disk_fills)
+    data = DataConfig(corpus=[str(corpus)], **DATA)
+    config = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
+    with pytest.raises(OSError, match=r"out: could not save step 4 \(basic_ios::clear: iostream error; \d+ MiB free "
+                                      r"there\): the last checkpoint saved whole is kept"):
+        run_training(target, data, config, tmp_path / "out", progress=False)
+    monkeypatch.setattr(trainer.torch, "save", save)
+    assert trainer.read_checkpoint(tmp_path / "out" / "checkpoint.pt")["state"]["step"] == 2
 
 
 def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
