@@ -24,14 +24,13 @@ import json
 import math
 import pickle
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from .attention import attention_implementation
-from .errors import HeadLoadError
+from .errors import HeadLoadError, quiet_transformers
 from .packed_linear import PackedLinear, pack_linears, packing_supported
 from .paths import replacing
 
@@ -325,7 +324,7 @@ def _read_config(folder: Path):
     known = {k: v for k, v in raw.items() if k not in ("model_type", "auto_map", "layer_types", "target_feature_layers")}
     known["num_hidden_layers"] = 1
     try:
-        with _quiet_transformers():  # its warnings about the config's special token ids: a head uses none of them
+        with quiet_transformers():  # its warnings about the config's special token ids: a head uses none of them
             config = AutoConfig.for_model(model_type, **known)
     except Exception as exc:
         raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({_first_line(exc)})") \
@@ -335,20 +334,6 @@ def _read_config(folder: Path):
         config.layer_types = ["full_attention"]
     _check_config(config, path)
     return config, raw
-
-
-@contextmanager
-def _quiet_transformers():
-    """transformers' warnings held back (not printed raw to a user's terminal): what matters in a head's config is
-    checked by _check_config and load_head, with errors that name the file."""
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
 
 
 # the sizes a head's decoder layer is built from: each a positive integer

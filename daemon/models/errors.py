@@ -3,6 +3,8 @@
 Every message names the file (or package) at fault and what was wrong with it, so a user can act on it.
 """
 
+from contextlib import contextmanager
+
 
 class ModelLoadError(RuntimeError):
     """A target model could not be located, verified, converted or loaded."""
@@ -10,3 +12,17 @@ class ModelLoadError(RuntimeError):
 
 class HeadLoadError(ModelLoadError):
     """An EAGLE head checkpoint is missing, corrupt, or does not fit the target model."""
+
+
+@contextmanager
+def quiet_transformers():
+    """transformers' warnings held back (not printed raw to a user's terminal) where nestling checks what they are
+    about itself and says it with errors that name the file: a head's config, a model's missing weights."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import ModelLoadError
+from .errors import ModelLoadError, quiet_transformers
 
 # Special tokens of the FIM format a model family understands.
 QWEN_FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
@@ -265,10 +265,11 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
 
     hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=dtype, attn_implementation=attention_implementation(), trust_remote_code=False,
-            local_files_only=True, output_loading_info=True,
-        )
+        with quiet_transformers():  # (its load report of missing tensors: refused below, by name)
+            model, info = AutoModelForCausalLM.from_pretrained(
+                str(path), dtype=dtype, attn_implementation=attention_implementation(), trust_remote_code=False,
+                local_files_only=True, output_loading_info=True,
+            )
     except Exception as exc:
         raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
     for kind, keys in (("lack", info.get("missing_keys")), ("have the wrong shape for", info.get("mismatched_keys"))):
