@@ -111,7 +111,7 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
         raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if text is not None:
         try:
-            data = tomllib.loads(text)
+            data = tomllib.loads(text.removeprefix("\ufeff"))  # (a byte order mark, as some editors write: no TOML)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: not valid TOML ({exc})") from exc
         unknown = sorted(set(data) - names)

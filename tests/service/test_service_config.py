@@ -34,6 +34,8 @@ def test_log_levels_include_notice_the_default_between_info_and_warning(tmp_path
     path = tmp_path / "config.toml"
     path.write_text('log_level = "info"\n')
     assert load_config(path=path)[0].log_level == "info"
+    path.write_text('\ufefflog_level = "debug"\n', encoding="utf-8")  # a byte order mark first (Notepad's UTF-8)
+    assert load_config(path=path)[0].log_level == "debug"
     path.write_text('log_level = "loud"\n')
     with pytest.raises(ValueError, match="log_level must be one of debug, info, notice, warning, error, not 'loud'"):
         load_config(path=path)
