@@ -164,9 +164,6 @@ def _validate(config: ServiceConfig, sources: dict[str, str] | None = None) -> N
         value = getattr(config, key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{name_of(key)} must be a non-empty string, not {value!r}")
-    for key in ("mode", "log_level"):  # (each then checked against its names)
-        if not isinstance(getattr(config, key), str):
-            raise ValueError(f"{name_of(key)} must be a string, not {getattr(config, key)!r}")
     if config.device is not None and not DEVICE_NAME.fullmatch(config.device):
         raise ValueError(f"{name_of('device')} must be cpu, cuda or cuda:N, not {config.device!r}")
     if config.dtype is not None and config.dtype not in DTYPES + DTYPE_SHORT_NAMES:
@@ -186,5 +183,5 @@ def _validate(config: ServiceConfig, sources: dict[str, str] | None = None) -> N
         raise ValueError(f"{name_of('max_tokens')} {config.max_tokens:,} exceeds {name_of('max_tokens_limit')} "
                          f"{config.max_tokens_limit:,}: lower the one or raise the other (requests may ask for at "
                          "most max_tokens_limit tokens)")
-    if config.log_level not in LOG_LEVELS:
+    if not isinstance(config.log_level, str) or config.log_level not in LOG_LEVELS:  # (a list: no dict key)
         raise ValueError(f"{name_of('log_level')} must be one of {', '.join(LOG_LEVELS)}, not {config.log_level!r}")
