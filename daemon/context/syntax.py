@@ -5,7 +5,8 @@ tree. The region comes from the language's `regions.scm` query run over a tiny b
 cursor: the innermost captured node containing the cursor names it (the smallest, then the deepest);
 for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`), the region is the one it
-has once a name is typed at the cursor (a reparse of a copy of the tree, ~1 ms in a 7,000-line file). Unknown languages, missing grammars
+has once a name is typed at the cursor, and then the brackets the line leaves open closed (a reparse of a copy of the
+tree, ~1 ms in a 7,000-line file). Unknown languages, missing grammars
 and parse failures give the neutral region, never an exception.
 """
 
@@ -123,18 +124,26 @@ class SyntaxDocument:
         """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `import ¦`, `f(a, ¦`) the statement
         does not parse yet and no capture holds the cursor: take the region it has once a name is typed there
         (a reparse of a copy of the tree; the document keeps its own)."""
-        line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
-        if not self._bytes[line_start:cursor].strip():
+        line_start = self._bytes[:cursor].rfind(b"\n") + 1
+        line = self._bytes[line_start:cursor]
+        if not line.strip():
             return Region.NEUTRAL
-        placeholder = PLACEHOLDER.encode()
+        # a name, then (for a signature or call left open: `def f(a, ¦`) the brackets the line leaves open, closed
+        name, closers = PLACEHOLDER.encode(), _closers(line)
+        for typed in (name, name + closers) if closers else (name,):
+            region = self._region_with_text_at(cursor, typed, len(name))
+            if region is not Region.NEUTRAL:
+                return region
+        return Region.NEUTRAL
+
+    def _region_with_text_at(self, cursor: int, text: bytes, cursor_after: int) -> Region:
+        """The region `cursor_after` bytes into `text` inserted at byte `cursor` (of a copy of the tree)."""
         row, column = self._point(cursor)
         tree = self._tree.copy()
-        tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(placeholder),
-                  start_point=(row, column), old_end_point=(row, column),
-                  new_end_point=(row, column + len(placeholder)))
-        typed = self._bytes[:cursor] + placeholder + self._bytes[cursor:]
-        return self._region_at_byte(cursor + len(placeholder), tree=self._parser.parse(typed, tree),
-                                    size=len(typed))
+        tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(text),
+                  start_point=(row, column), old_end_point=(row, column), new_end_point=(row, column + len(text)))
+        typed = self._bytes[:cursor] + text + self._bytes[cursor:]
+        return self._region_at_byte(cursor + cursor_after, tree=self._parser.parse(typed, tree), size=len(typed))
 
     def _indent_of_line_at(self, byte: int) -> int:
         start = self._bytes.rfind(b"\n", 0, byte) + 1
@@ -158,6 +167,18 @@ class SyntaxDocument:
                     if inside and (best is None or key < best[0]) and admit(node):
                         best = (key, name)
         return Region(best[1]) if best else Region.NEUTRAL
+
+
+def _closers(line: bytes) -> bytes:
+    """The closing brackets of those `line` leaves open, innermost first (quotes are not looked into)."""
+    pairs = {ord("("): b")", ord("["): b"]", ord("{"): b"}"}
+    open_ = []
+    for byte in line:
+        if byte in pairs:
+            open_.append(pairs[byte])
+        elif open_ and bytes([byte]) == open_[-1]:
+            open_.pop()
+    return b"".join(reversed(open_))
 
 
 def _depth(node) -> int:

@@ -35,6 +35,8 @@ CASES = {
         ("import <|>", B),
         ("from os import <|>", B),
         ('name = f"{<|>}"\n', L),  # an f-string's interpolation is an expression
+        ("def foo(a, <|>", B),  # a signature left open: as if a name and its closing bracket were typed
+        ("def f(a):\n    y = max(a, <|>", L),
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
@@ -45,6 +47,7 @@ CASES = {
         ("// note<|>\n", C),
         ("const s = 'ab<|>c';\n", S),
         ("const x = <|>", L),
+        ("function f(a, <|>", B),
         ("const s = `a${<|>}`;\n", L),
     ],
     "typescript": [
