@@ -25,13 +25,15 @@ class CursorContext:
     next_lines: tuple[str, ...]  # the first lines of the suffix after the cursor's line
     region: Region
     brace_language: bool  # brackets delimit blocks (C family, JS/TS, Go, Rust, Java)
+    at_end: bool = False  # nothing but whitespace after the cursor (the end of the file)
 
     @classmethod
     def from_text(cls, prefix: str, suffix: str, region: Region, brace_language: bool) -> "CursorContext":
         before_lines = prefix.split("\n")
         after_lines = suffix.split("\n")
         previous = next((line for line in reversed(before_lines[:-1]) if line.strip()), "")
-        return cls(before_lines[-1], after_lines[0], previous, tuple(after_lines[1:6]), region, brace_language)
+        return cls(before_lines[-1], after_lines[0], previous, tuple(after_lines[1:6]), region, brace_language,
+                   not suffix.strip())
 
 
 def cursor_context(prefix: str, suffix: str, region: Region, language) -> CursorContext:
@@ -125,11 +127,23 @@ def _drop_overlap(text: str, ctx: CursorContext) -> str:
     return "\n".join(lines)
 
 
+def _without_repeated_indent(text: str, ctx: CursorContext) -> str:
+    """At the end of a file, on a line indented into a block just opened, the model may write the line's indentation
+    again (the default model did in JavaScript: `{\n  ¦` gave "  return a + b;", 4 spaces where the block has 2):
+    that first indentation goes. Where the cursor is not yet indented into the block, what the model writes stays."""
+    indent = ctx.line_before
+    if not (ctx.at_end and indent and not indent.strip() and ctx.previous_line.rstrip().endswith(BLOCK_OPENERS)
+            and len(indent) > _indent(ctx.previous_line)):
+        return text
+    return text[len(indent):] if text.startswith(indent) and text.strip() else text
+
+
 def finalize(text: str, ctx: CursorContext, mode: str) -> str:
     """The text to offer: cut at the block end, without what the suffix has; '' for whitespace alone."""
     cut = block_end(text, ctx, mode)
     if cut is not None:
         text = text[:cut]
+    text = _without_repeated_indent(text, ctx)
     if mode == "multi":
         text = text.rstrip()
     text = _drop_overlap(text, ctx)

@@ -82,3 +82,13 @@ def test_multi_line_at_the_top_level_stops_before_the_next_unit_after_a_blank_li
     text = "int add(int a, int b) {\n\nreturn a + b;\n}\n\nint main() {\n"
     assert finalize(text, braces, "multi") == "int add(int a, int b) {\n\nreturn a + b;\n}"  # inside braces: no cut
     assert finalize("x = 1\n", ctx("def f():\n    return 1\n\n"), "multi") == "x = 1"
+
+
+def test_at_the_end_of_a_file_an_indentation_the_model_repeats_goes():
+    c = ctx("function add(a, b) {\n  ", "", brace=True)  # the cursor already indented into the block
+    assert finalize("  return a + b;\n}", c, "multi") == "return a + b;"
+    assert finalize("return a + b;", c, "multi") == "return a + b;"
+    not_yet = ctx("  if (a) {\n  ", "", brace=True)  # not yet indented into the block: the model's indentation stays
+    assert finalize("  return a;", not_yet, "multi") == "  return a;"
+    inside = ctx("function add(a, b) {\n  ", "\n}\n", brace=True)  # text after the cursor: the model had it
+    assert finalize("  return a + b;", inside, "multi") == "  return a + b;"
