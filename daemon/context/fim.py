@@ -41,6 +41,17 @@ def split_at(text: str, line: int, column: int) -> tuple[str, str]:
     return text[:offset], text[offset:]
 
 
+def _suffix_shown(prefix: str, suffix: str) -> str:
+    """The suffix, but for a cursor inside the last line of a file without a final newline a line break, as if the
+    file had one: with an empty suffix there the default model wrote the line's indentation again (at "\n    " it
+    wrote "    return ...", 8 spaces where the line has 4; after "x = 1\n    " too). At a line start, where there is
+    no indentation to repeat (HumanEval's prompts end so), the suffix stays empty: a line break there cost 0.07
+    tau on HumanEval (2.64 -> 2.57, 24 prompts), whose prompts the head learned as they are."""
+    if suffix or not prefix or prefix.endswith("\n"):
+        return suffix
+    return "\n"
+
+
 def _encode(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
 
@@ -102,10 +113,8 @@ def build_fim_prompt(
         file_sep = tokenizer.convert_tokens_to_ids("<|file_sep|>")
         if file_sep is not None and file_sep != tokenizer.unk_token_id:
             ids += [file_sep] + _encode(tokenizer, path + "\n")
-    # no text after the cursor (the end of a file without a final newline): the prompt's suffix is a line break, as if
-    # the file had one. With an empty suffix the default model repeated the indentation the cursor's line already had
-    # (at "\n    " at the end of a file it wrote "    return ...": 8 spaces where the line break gives 4)
-    ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, kept_suffix or "\n") + [mid]
+    ids += [pre] + _encode(tokenizer, kept_prefix) + [suf] + _encode(tokenizer, _suffix_shown(kept_prefix, kept_suffix))
+    ids += [mid]
     return FimPrompt(token_ids=ids, prefix=kept_prefix, suffix=kept_suffix, prefix_start=prefix_start)
 
 

@@ -27,6 +27,8 @@ def test_prompt_is_prefix_then_suffix_then_the_middle_marker():
 def test_at_the_end_of_a_file_without_a_final_newline_the_suffix_shown_is_a_line_break():
     # with nothing after the cursor the default model repeated the line's indentation (8 spaces for 4)
     assert shown("def f():\n    ", "") == "<pre>def f():\n    <suf>\n<mid>"
+    assert shown('def f():\n    """Doc."""\n', "") == '<pre>def f():\n    """Doc."""\n<suf><mid>'  # at a line start:
+    # nothing to repeat, and HumanEval's prompts stay as the head learned them
     prompt = build_fim_prompt(CharTokenizer(), FIM, "x = ", "")
     assert prompt.suffix == ""  # what the file holds after the cursor: nothing, for the post-processing
 
