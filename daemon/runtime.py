@@ -195,7 +195,12 @@ def resolve_head(target: TargetModel, head: str | None, progress: bool = True
     if head == "untrained":
         return head_from_target(target), "untrained"
     if head is not None and head.startswith(DRAFT_MODEL):
-        return load_draft_model(target, head.removeprefix(DRAFT_MODEL), progress), head
+        try:
+            return load_draft_model(target, head.removeprefix(DRAFT_MODEL), progress), head
+        except ModelLoadError as exc:  # the loader speaks of --model: here it is the draft model's
+            said = str(exc)
+            raise type(exc)(f"--head {head!r}: {said.removeprefix('--model ').split(': ', 1)[-1]}"
+                            if said.startswith("--model ") else f"--head {head!r}: {said}") from exc
     if head is not None:
         return load_head(head, target), str(Path(head).expanduser())
     shipped = shipped_head_for(target.name)

@@ -2,6 +2,7 @@
 
 import logging
 import os
+import re
 import time
 
 import pytest
@@ -103,8 +104,8 @@ def test_a_draft_model_with_another_tokenizer_is_refused_by_name(tmp_path):
         resolve_head(target, f"model:{_model_folder(tmp_path / 'wide', 340)}", progress=False)
     with pytest.raises(ModelLoadError, match="does not share the tokenizer"):
         resolve_head(target, f"model:{_model_folder(tmp_path / 'other', 300)}", progress=False)
-    with pytest.raises(ModelLoadError, match="no such file"):
-        resolve_head(target, f"model:{tmp_path / 'missing'}", progress=False)
+    with pytest.raises(ModelLoadError, match=re.escape(f"--head 'model:{tmp_path / 'missing'}': no such file")):
+        resolve_head(target, f"model:{tmp_path / 'missing'}", progress=False)  # (it spoke of --model)
     with pytest.raises(ModelLoadError, match="needs a model"):
         resolve_head(target, "model:", progress=False)
 
