@@ -78,6 +78,7 @@ class NestlingProtocol(LanguageServerProtocol):
         if not isinstance(data, dict) or "jsonrpc" not in data:
             return data
         try:
+            _check_positions(data.get("params"), "$.params")
             return self._converter.structure(data, self._message_type(data))
         except Exception as exc:
             msg_id = data.get("id")
@@ -162,6 +163,29 @@ class NestlingProtocol(LanguageServerProtocol):
                              "error": self._converter.unstructure(error.to_response_error())})
 
 
+POSITION_FIELDS = ("line", "character")  # what cattrs would take as an int from 1.5 (1), true (1) or "5" (5)
+
+
+class PositionError(ValueError):
+    """A position's line or character that is no integer, with where it is in the message."""
+
+
+def _check_positions(value, path: str) -> None:
+    """A PositionError for a position's line or character that is no JSON integer (cattrs turned 1.5 into 1, true into
+    1 and "5" into 5: a client's bug went on as a position it never meant)."""
+    if isinstance(value, dict):
+        if set(POSITION_FIELDS) <= value.keys():
+            for key in POSITION_FIELDS:
+                number = value[key]
+                if isinstance(number, bool) or not isinstance(number, int):
+                    raise PositionError(f"{key} must be an integer, not {number!r} @ {path}.{key}")
+        for key, item in value.items():
+            _check_positions(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_positions(item, f"{path}[{index}]")
+
+
 def _structure_error(exc: Exception, method: str | None) -> JsonRpcException:
     """Invalid params (-32602) naming each field at fault and why, or invalid request (-32600) when what is wrong
     lies outside the params."""
@@ -171,6 +195,8 @@ def _structure_error(exc: Exception, method: str | None) -> JsonRpcException:
 
     if isinstance(exc, cattrs.BaseValidationError):
         problems = cattrs.transform_error(exc, path="$", format_exception=describe)
+    elif isinstance(exc, PositionError):
+        problems = [str(exc)]
     else:
         problems = [f"{type(exc).__name__}: {exc}"]
     where = f" of {method}" if method else ""

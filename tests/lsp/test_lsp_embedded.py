@@ -189,7 +189,11 @@ async def test_malformed_requests_get_error_responses_not_pop_ups_or_tracebacks(
            "missing": ({"textDocument": document, "context": context}, "required field missing @ \\$.params.position"),
            "null": (None, "Invalid params of textDocument/inlineCompletion"),
            "line a": ({"textDocument": document, "position": {"line": "a", "character": 0}, "context": context},
-                      "expected int .*@ \\$.params.position.line")}
+                      "line must be an integer, not 'a' @ \\$.params.position.line"),
+           "line 1.5": ({"textDocument": document, "position": {"line": 1.5, "character": 0}, "context": context},
+                        "line must be an integer, not 1.5 @ \\$.params.position.line"),
+           "true": ({"textDocument": document, "position": {"line": 1, "character": True}, "context": context},
+                    "character must be an integer, not True @ \\$.params.position.character")}
     for msg_id, (params, message) in bad.items():
         with pytest.raises(JsonRpcInvalidParams, match=message):
             await send_raw(client, request(msg_id, params), msg_id)
@@ -204,7 +208,7 @@ async def test_malformed_requests_get_error_responses_not_pop_ups_or_tracebacks(
     assert not [m.message for m in client.messages if "Error in server" in m.message]
     err = capfd.readouterr().err
     assert "Traceback" not in err, err
-    assert len([line for line in err.splitlines() if "refused" in line]) == 7, err  # a line for each
+    assert len([line for line in err.splitlines() if "refused" in line]) == 9, err  # a line for each
 
 
 @pytest.mark.asyncio(loop_scope="module")
