@@ -124,7 +124,7 @@ class SyntaxDocument:
         """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `import ¦`, `f(a, ¦`) the statement
         does not parse yet and no capture holds the cursor: take the region it has once a name is typed there
         (a reparse of a copy of the tree; the document keeps its own)."""
-        line_start = self._bytes[:cursor].rfind(b"\n") + 1
+        line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
             return Region.NEUTRAL
