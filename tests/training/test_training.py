@@ -117,6 +117,8 @@ def test_cache_shards_round_trip_and_refuse_other_settings(tmp_path, target, cor
     again, _, _ = prepare_data(target, replace(config, cache_limit_gb=float("inf")), progress=False)  # resumes
     # from the cache (with no limit on it: inf, which was an OverflowError)
     assert [s.tokens.tolist() for s in again] == [s.tokens.tolist() for s in train]
+    spelled, _, _ = prepare_data(target, replace(config, corpus=[os.path.relpath(corpus)]), progress=False)
+    assert len(spelled) == len(train)  # the same files, spelled otherwise: the same cache
     manifest = tmp_path / "cache" / "train" / "manifest.json"
     recorded = json.loads(manifest.read_text())
     with pytest.raises(ValueError, match=r"made from another different: None vs True now"):
