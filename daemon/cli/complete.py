@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -67,8 +68,9 @@ TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
 
 
 def read_source(path: Path) -> str:
-    """The file's text (UTF-8; a byte order mark is neither text nor a column); ValueError for a file that cannot be
-    read or does not look like text (NUL bytes, or mostly bytes that are not UTF-8), before any model loads."""
+    """The file's text (UTF-8; a byte order mark is neither text nor a column; a lone CR a line feed); ValueError for a
+    file that cannot be read or does not look like text (NUL bytes, or mostly bytes that are not UTF-8), before any
+    model loads."""
     try:
         data = path.read_bytes()
     except OSError as exc:  # missing, a folder, unreadable
@@ -81,7 +83,8 @@ def read_source(path: Path) -> str:
     if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
         raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
                          "UTF-8): give a source file in UTF-8")
-    return data.decode("utf-8-sig", errors="replace")
+    # a CR that ends a line alone (old Mac files) is a line break as editors count lines: a line feed, one for one
+    return re.sub(r"\r(?!\n)", "\n", data.decode("utf-8-sig", errors="replace"))
 
 
 def run(args) -> int:

@@ -495,6 +495,17 @@ def test_a_byte_order_mark_is_no_column_and_no_text(model_dir, tmp_path):
     assert first["text"] == second["text"] and first["stats"]["prompt_tokens"] == second["stats"]["prompt_tokens"]
 
 
+def test_a_lone_cr_ends_a_line_as_editors_count_lines(model_dir, tmp_path):
+    path = tmp_path / "mac.py"
+    flags = ("--model", model_dir, "--head", "none", "--max-tokens", 3, "--raw", "--json")
+    path.write_bytes(b"import os\r\rdef f(x):\r    ")  # (it was one line: "line 4 is outside the document")
+    cr = nestling("complete", path, "--line", 4, "--col", 5, *flags)
+    path.write_bytes(b"import os\n\ndef f(x):\n    ")
+    lf = nestling("complete", path, "--line", 4, "--col", 5, *flags)
+    assert cr.returncode == lf.returncode == 0, cr.stderr
+    assert json.loads(cr.stdout)["text"] == json.loads(lf.stdout)["text"]
+
+
 @pytest.mark.parametrize("content, says", [
     (b"\x7fELF\x02\x01\x01\x00\x00\x00", "(it has NUL bytes)"),
     (bytes(range(128, 256)) * 4, "(512 of its first 512 characters are not UTF-8)"),
