@@ -99,16 +99,6 @@ def encodable(text: str) -> str:
         return text.encode("utf-8", "replace").decode("utf-8")
 
 
-LONE_CR = re.compile(r"\r(?!\n)")
-
-
-def core_text(text: str) -> str:
-    """A document's text as the core reads it: `encodable`, and each CR that ends a line alone (old Mac files) a
-    line feed, which the prompt, the syntax regions and the post-processing know as the line break (they took a
-    file of CR breaks for one long line). One character for one, so every offset stays where it was."""
-    return LONE_CR.sub("\n", encodable(text))
-
-
 def apply_selected(source: str, start: int, end: int, selected_text: str) -> tuple[str, int]:
     """The document as if the suggest widget's selected item were accepted, and the cursor after it."""
     return source[:start] + selected_text + source[end:], start + len(selected_text)

@@ -99,7 +99,7 @@ def query_for(ls: NestlingLanguageServer, uri: str, position: types.Position, al
     except ValueError as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
     settings = ls.settings
-    query = Query(uri=uri, language_id=document.language_id or "", text=convert.core_text(text), cursor=cursor,
+    query = Query(uri=uri, language_id=document.language_id or "", text=convert.encodable(text), cursor=cursor,
                   max_tokens=settings.max_tokens, line_mode=settings.line_mode, alternatives=alternatives)
     return query, prefix_text
 
@@ -142,7 +142,7 @@ def build_server(make_backend) -> NestlingLanguageServer:
     def did_open(ls: NestlingLanguageServer, params: types.DidOpenTextDocumentParams):
         document = ls.workspace.get_text_document(params.text_document.uri)
         if ls.settings.prefill_on_open and ls.settings.enabled_for(document.language_id or ""):
-            text = convert.core_text(document.source)  # the cursor is unknown: its end makes the prompt cover the
+            text = convert.encodable(document.source)  # the cursor is unknown: its end makes the prompt cover the
             # file's last window
             opened = Opened(uri=document.uri, language_id=document.language_id or "", text=text, cursor=len(text))
             if ls.prefilling is not None:

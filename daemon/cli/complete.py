@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
-from ..context.fim import build_fim_prompt, split_at
+from ..context.fim import build_fim_prompt, lf_line_breaks, split_at
 from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
@@ -83,8 +82,7 @@ def read_source(path: Path) -> str:
     if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
         raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
                          "UTF-8): give a source file in UTF-8")
-    # a CR that ends a line alone (old Mac files) is a line break as editors count lines: a line feed, one for one
-    return re.sub(r"\r(?!\n)", "\n", data.decode("utf-8-sig", errors="replace"))
+    return lf_line_breaks(data.decode("utf-8-sig", errors="replace"))  # (--line counts lines as editors do)
 
 
 def run(args) -> int:

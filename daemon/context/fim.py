@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # A token rarely spans more than this many characters; bounds the text tokenized for a budget.
@@ -24,6 +25,16 @@ class FimPrompt:
     suffix: str  # the text after the cursor that made it in
     prefix_start: int = 0  # where the kept prefix starts in the full prefix (a line start): pass it back as
     # `sticky_start` next time so the prompt keeps its beginning while the user types (prefix KV reuse)
+
+
+LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lf_line_breaks(text: str) -> str:
+    """`text` with each CR that ends a line alone (old Mac files) a line feed, as editors and LSP count lines: the
+    prompt, the syntax regions and the post-processing know \n (and \r\n) as the line break, and took a file of CR
+    breaks for one long line. One character for one, so every offset stays where it was."""
+    return LONE_CR.sub("\n", text)
 
 
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..context.fim import FimBudget, build_fim_prompt
+from ..context.fim import FimBudget, build_fim_prompt, lf_line_breaks
 from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
@@ -363,6 +363,7 @@ def predicted_keystroke(shown: str) -> str:
 
 
 def _text_and_cursor(request: CompletionRequest | PrefillRequest) -> tuple[str, int]:
+    """The request's document and cursor, every line break one the core knows (a lone CR a line feed)."""
     if request.text is not None:
-        return request.text, request.cursor
-    return request.prefix + (request.suffix or ""), len(request.prefix)
+        return lf_line_breaks(request.text), request.cursor
+    return lf_line_breaks(request.prefix + (request.suffix or "")), len(request.prefix)

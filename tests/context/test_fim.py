@@ -3,7 +3,7 @@
 import pytest
 
 from char_tokenizer import FIM, CharTokenizer
-from nestling.daemon.context.fim import FimBudget, build_fim_prompt, split_at
+from nestling.daemon.context.fim import FimBudget, build_fim_prompt, lf_line_breaks, split_at
 
 
 def shown(prefix, suffix, **kwargs):
@@ -37,3 +37,8 @@ def test_budgets_cut_at_line_boundaries():
     text = "".join(f"line{i}\n" for i in range(10))
     assert shown(text, text, budget=FimBudget(prefix_tokens=12, suffix_tokens=12)) == \
         "<pre>line8\nline9\n<suf>line0\nline1\n<mid>"
+
+
+def test_a_lone_cr_is_a_line_feed_and_every_offset_stays():
+    text = "def f(x):\r    return x\r\r\nprint(f(1))\r"
+    assert lf_line_breaks(text) == "def f(x):\n    return x\n\r\nprint(f(1))\n" and len(lf_line_breaks(text)) == len(text)

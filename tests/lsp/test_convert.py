@@ -4,7 +4,7 @@ import pytest
 from lsprotocol import types
 from pygls.workspace import PositionCodec, TextDocument
 
-from nestling.lsp.convert import apply_change, core_text, cursor_offset, encodable, lsp_lines, offset_at, request_id
+from nestling.lsp.convert import apply_change, cursor_offset, encodable, lsp_lines, offset_at, request_id
 
 
 def test_lone_surrogates_become_one_character_each_and_valid_text_is_kept_as_it_is():
@@ -14,11 +14,6 @@ def test_lone_surrogates_become_one_character_each_and_valid_text_is_kept_as_it_
     fixed = encodable(broken)
     assert fixed == "a = '?'\nb = 1\n" and len(fixed) == len(broken)
     fixed.encode("utf-8")
-
-
-def test_the_core_reads_a_lone_cr_as_a_line_feed_and_every_offset_stays():
-    text = "def f(x):\r    return x\r\r\nprint(f('\ud800'))\r"
-    assert core_text(text) == "def f(x):\n    return x\n\r\nprint(f('?'))\n" and len(core_text(text)) == len(text)
 
 
 # Characters str.splitlines (and so pygls's TextDocument) breaks lines at, which LSP does not: only \n, \r\n and \r end

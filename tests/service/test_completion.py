@@ -193,3 +193,11 @@ def test_a_long_new_prompt_is_prefilled_in_chunks_a_cancel_stops_and_the_next_re
     assert resumed.stats.reused_prefix_tokens == kept
     assert [item.text for item in resumed.items] == [item.text for item in plain.items] != []
     assert resumed.stats.time_to_first_token_ms > 0 and resumed.stats.prompt_tokens == plain.stats.prompt_tokens
+
+
+def test_a_document_with_lone_cr_line_breaks_completes_as_the_same_with_line_feeds(runtime):
+    service = CompletionService(runtime, ServiceConfig(max_tokens=12))
+    results = [service.complete(CompletionRequest(uri=URI + str(n), text=text, cursor=len(text), line_mode="auto"))
+               for n, text in enumerate((DOCUMENT, DOCUMENT.replace("\n", "\r")))]
+    assert [i.text for i in results[0].items] == [i.text for i in results[1].items] != []
+    assert results[0].stats.region == results[1].stats.region
