@@ -34,7 +34,7 @@ def lf_line_breaks(text: str) -> str:
     """`text` with each CR that ends a line alone (old Mac files) a line feed, as editors and LSP count lines: the
     prompt, the syntax regions and the post-processing know \n (and \r\n) as the line break, and took a file of CR
     breaks for one long line. One character for one, so every offset stays where it was."""
-    return LONE_CR.sub("\n", text)
+    return LONE_CR.sub("\n", text) if "\r" in text else text
 
 
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:

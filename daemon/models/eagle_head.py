@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from .attention import attention_implementation
-from .errors import HeadLoadError, quiet_transformers
+from .errors import HeadLoadError, quiet_transformers, short_reason
 from .packed_linear import PackedLinear, pack_linears, packing_supported
 from .paths import replacing
 
@@ -296,7 +296,7 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
         raise HeadLoadError(f"{path}: not a file of tensors only (it is no torch file, or holds Python objects, "
                             "which nestling never unpickles)") from None
     except Exception as exc:
-        raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({_first_line(exc)})") from exc
+        raise HeadLoadError(f"{path}: corrupt or unreadable head weights ({short_reason(exc)})") from exc
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
                                               for k, v in state.items()):
         raise HeadLoadError(f"{path}: not a state dict (expected names mapped to tensors, found "
@@ -313,7 +313,7 @@ def _read_config(folder: Path):
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
-        raise HeadLoadError(f"{path}: not valid JSON ({_first_line(exc)})") from exc
+        raise HeadLoadError(f"{path}: not valid JSON ({short_reason(exc)})") from exc
     if not isinstance(raw, dict):
         raise HeadLoadError(f"{path}: expected a JSON object")
     model_type = raw.get("model_type") or _model_type_from_architectures(raw.get("architectures") or [])
@@ -327,7 +327,7 @@ def _read_config(folder: Path):
         with quiet_transformers():  # its warnings about the config's special token ids: a head uses none of them
             config = AutoConfig.for_model(model_type, **known)
     except Exception as exc:
-        raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({_first_line(exc)})") \
+        raise HeadLoadError(f"{path}: not a usable config for model_type {model_type!r} ({short_reason(exc)})") \
             from exc
     config.num_hidden_layers = 1
     if hasattr(config, "layer_types"):
@@ -381,13 +381,6 @@ def _model_type_from_architectures(architectures: list[str]) -> str | None:
             if lowered.startswith(family):
                 return family
     return None
-
-
-def _first_line(exc: Exception, limit: int = 200) -> str:
-    """An exception's reason, short: its first line (torch's and transformers' run on for paragraphs and lists)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def load_head(folder: str | Path, target=None) -> EagleHead:

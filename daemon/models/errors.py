@@ -26,3 +26,11 @@ def quiet_transformers():
         yield
     finally:
         hf_logging.set_verbosity(verbosity)
+
+
+def short_reason(exc: Exception, limit: int = 200) -> str:
+    """An exception's reason for an error message, short: its type and first line (torch's and transformers' run
+    on for paragraphs and lists)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

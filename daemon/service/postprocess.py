@@ -101,8 +101,9 @@ def _starts_another_top_level_unit(lines: list[str], number: int) -> bool:
     """Whether complete line `number` starts at column 0 after a blank line that follows text: a blank line at
     the top level ends a unit (a definition, a group of imports or statements), as nothing dedents there."""
     line = lines[number]
-    return (0 < number < len(lines) - 1 and bool(line.strip()) and _indent(line) == 0 and line.strip()[0] not in BRACKETS
-            and not lines[number - 1].strip() and any(l.strip() for l in lines[: number - 1]))
+    return (0 < number < len(lines) - 1 and bool(line.strip()) and _indent(line) == 0
+            and line.strip()[0] not in BRACKETS and not lines[number - 1].strip()
+            and any(l.strip() for l in lines[: number - 1]))
 
 
 CLOSERS = set(")]}'\";:,")

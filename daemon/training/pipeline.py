@@ -74,10 +74,11 @@ def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None,
 
 
 def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
-                 feature_layers: tuple[int, ...] | None = None, should_stop: Callable[[], bool] | None = None):
+                 feature_layers: tuple[int, ...] | None = None, should_stop: Callable[[], bool] | None = None,
+                 weights: str | None = None):
     """(train sequences, held-out sequences, corpus report). Sets the target's feature layers: `feature_layers`,
     or by default those `feature_layers_for` the config. `should_stop()` true ends distillation after the batch in
-    progress (what was distilled is cached)."""
+    progress (what was distilled is cached). `weights`: the target's weights_digest, where the caller has it."""
     if feature_layers is None:
         feature_layers = feature_layers_for(target, config)
     target.use_feature_layers(feature_layers)
@@ -115,7 +116,7 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
         manifest["feature_layers"] = list(feature_layers)
     caches = (None, None)
     if config.cache_dir:
-        manifest["model_weights"] = weights_digest(target.model)
+        manifest["model_weights"] = weights or weights_digest(target.model)
         limit = config.cache_limit_gb * 1e9  # (a float: inf, no limit, compares as it should)
         caches = (ShardCache(Path(config.cache_dir) / "train", limit, manifest),
                   ShardCache(Path(config.cache_dir) / "held_out", limit, manifest))
@@ -189,9 +190,10 @@ def saved_draft_vocabulary(vocab_path: Path, size: int) -> torch.Tensor | None:
     return draft_ids
 
 
-def check_resumable(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path) -> None:
-    """Before any distilling: a ValueError when out_dir holds a checkpoint or draft vocabulary made with other
-    head settings (--fused-features, --draft-vocab, --init-head) than this run's, or an unreadable one."""
+def check_resumable(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path, weights: str) -> None:
+    """Before any distilling: a ValueError when out_dir holds a checkpoint or draft vocabulary made for another model
+    (`weights`: this one's weights_digest) or with other head settings (--fused-features, --draft-vocab,
+    --init-head) than this run's, or an unreadable one."""
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
         saved_draft_vocabulary(out_dir / "draft_vocab.pt", data.draft_vocab)
     checkpoint = out_dir / "checkpoint.pt"
@@ -199,10 +201,10 @@ def check_resumable(target: TargetModel, data: DataConfig, train: TrainConfig, o
         return
     saved = read_checkpoint(checkpoint)
     made_for = saved.get("target") or {}  # (checkpoints from before it was recorded lack it)
-    if made_for and made_for.get("weights") != weights_digest(target.model):
+    if made_for and made_for.get("weights") != weights:
         raise ValueError(f"{checkpoint}: made for another model ({made_for.get('name')}, weights "
-                         f"{made_for.get('weights')}) than --model {target.name} (weights "
-                         f"{weights_digest(target.model)}); give another --out, or start over with --no-resume")
+                         f"{made_for.get('weights')}) than --model {target.name} (weights {weights}); give another "
+                         "--out, or start over with --no-resume")
     fused = any(name.startswith("fuse.") for name in saved["head"])
     if fused != data.fused_features:
         raise ValueError(f"{checkpoint}: made with --fused-features {str(fused).lower()}, not "
@@ -238,10 +240,11 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
          should_stop: Callable[[], bool]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    check_resumable(target, data, train, out_dir)
+    weights = weights_digest(target.model)  # (once: about a second for the default model)
+    check_resumable(target, data, train, out_dir, weights)
     init = load_head(train.init_head, target) if train.init_head else None
     train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init),
-                                               should_stop)
+                                               should_stop, weights)
     data_seconds = time.monotonic() - started
     if should_stop():
         on_disk = cached_sequence_count(Path(data.cache_dir) / "train") if data.cache_dir else 0
@@ -258,8 +261,7 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     full_lm_head = target.lm_head.weight.detach()
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"],
-                                                 "target": {"name": target.name,
-                                                            "weights": weights_digest(target.model)}},
+                                                 "target": {"name": target.name, "weights": weights}},
                                    trained=trained, should_stop=should_stop)
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
     best = best_evaluation(state.history, train.eval_steps)

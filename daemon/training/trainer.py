@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ..models.eagle_head import EagleHead, save_head
+from ..models.errors import short_reason
 from ..models.kv_cache import new_cache
 from ..models.paths import replacing
 from ..models.target import cpu_supports_bfloat16
@@ -274,12 +275,8 @@ def read_checkpoint(checkpoint: Path, device="cpu") -> dict:
             raise ValueError("not a train-head checkpoint")
         return saved
     except (RuntimeError, ValueError, KeyError, TypeError, EOFError, OSError, pickle.UnpicklingError) as exc:
-        raise ValueError(f"{checkpoint}: cannot resume from it ({_reason(exc)}); start over with --no-resume") \
+        raise ValueError(f"{checkpoint}: cannot resume from it ({short_reason(exc)}); start over with --no-resume") \
             from None
-
-
-def _reason(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
 
 
 def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> TrainState:
@@ -291,7 +288,7 @@ def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> TrainState:
         optimizer.load_state_dict(saved["optimizer"])
         return TrainState(**saved["state"])
     except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{checkpoint}: cannot resume from it ({_reason(exc)}); start over with --no-resume") \
+        raise ValueError(f"{checkpoint}: cannot resume from it ({short_reason(exc)}); start over with --no-resume") \
             from None
 
 
@@ -320,7 +317,7 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
             curve.write_text(json.dumps(state.history, indent=2))
     except (OSError, RuntimeError) as exc:  # (torch's writer raises RuntimeError "basic_ios::clear" on a full disk)
         free = shutil.disk_usage(out_dir).free
-        raise OSError(f"{out_dir}: could not save step {state.step} ({str(exc).strip().splitlines()[0][:120]}; "
+        raise OSError(f"{out_dir}: could not save step {state.step} ({short_reason(exc)}; "
                       f"{free / 2**20:.0f} MiB free there): the last checkpoint saved whole is kept, and the same "
                       "command resumes from it once there is room") from None
     return state.evals_without_gain >= config.patience

@@ -483,7 +483,7 @@ def test_a_checkpoint_that_cannot_be_written_is_an_error_naming_the_folder_and_t
     monkeypatch.setattr(trainer.torch, "save", disk_fills)
     data = DataConfig(corpus=[str(corpus)], **DATA)
     config = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
-    with pytest.raises(OSError, match=r"out: could not save step 4 \(basic_ios::clear: iostream error; \d+ MiB free "
+    with pytest.raises(OSError, match=r"out: could not save step 4 \(RuntimeError: basic_ios::clear: iostream error; \d+ MiB free "
                                       r"there\): the last checkpoint saved whole is kept"):
         run_training(target, data, config, tmp_path / "out", progress=False)
     monkeypatch.setattr(trainer.torch, "save", save)
