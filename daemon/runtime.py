@@ -195,12 +195,7 @@ def resolve_head(target: TargetModel, head: str | None, progress: bool = True
     if head == "untrained":
         return head_from_target(target), "untrained"
     if head is not None and head.startswith(DRAFT_MODEL):
-        try:
-            return load_draft_model(target, head.removeprefix(DRAFT_MODEL), progress), head
-        except ModelLoadError as exc:  # the loader speaks of --model: here it is the draft model's
-            said = str(exc)
-            raise type(exc)(f"--head {head!r}: {said.removeprefix('--model ').split(': ', 1)[-1]}"
-                            if said.startswith("--model ") else f"--head {head!r}: {said}") from exc
+        return load_draft_model(target, head.removeprefix(DRAFT_MODEL), progress), head
     if head is not None:
         return load_head(head, target), str(Path(head).expanduser())
     shipped = shipped_head_for(target.name)
@@ -227,7 +222,7 @@ def load_draft_model(target: TargetModel, spec: str, progress: bool = True) -> T
     if not spec:
         raise ModelLoadError("--head model:SPEC needs a model after 'model:' (an embedded name, folder or .gguf)")
     draft = load_target(spec, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
-                        progress=progress)
+                        progress=progress, named=f"--head {DRAFT_MODEL + spec!r}")
     if draft.config.vocab_size > target.config.vocab_size:
         raise ModelLoadError(f"draft model {draft.name}: {draft.config.vocab_size} token ids, more than the "
                              f"{target.config.vocab_size} of {target.name}")

@@ -304,8 +304,10 @@ def _fim_tokens(tokenizer) -> tuple[str, str, str] | None:
     return QWEN_FIM if all(t in vocab for t in QWEN_FIM) else None
 
 
-def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Path]:
-    """(display name, Hugging Face folder) for --model: None/embedded name, a folder, or a .gguf file."""
+def resolve_model_path(spec: str | None, progress: bool = True, named: str | None = None) -> tuple[str, Path]:
+    """(display name, Hugging Face folder) for --model: None/embedded name, a folder, or a .gguf file. `named`: how
+    errors name the model (default "--model 'SPEC'"; a draft model is named by its --head)."""
+    named = named or f"--model {spec!r}"
     from .default_model import DEFAULT_MODEL, EMBEDDED_MODELS, ensure_embedded_model
     from .gguf_convert import convert_gguf
     from .paths import checked_cache_dir
@@ -316,7 +318,7 @@ def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Pa
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelLoadError(
-            f"--model {spec!r}: no such file or folder (give a local Hugging Face folder, a .gguf file, "
+            f"{named}: no such file or folder (give a local Hugging Face folder, a .gguf file, "
             f"or one of the embedded models: {', '.join(EMBEDDED_MODELS)})"
         )
     if path.is_file() and path.suffix == ".gguf":
@@ -327,14 +329,16 @@ def resolve_model_path(spec: str | None, progress: bool = True) -> tuple[str, Pa
         return path.name, converted
     if path.is_dir():
         return path.name, path
-    raise ModelLoadError(f"--model {spec!r}: expected a model folder or a .gguf file")
+    raise ModelLoadError(f"{named}: expected a model folder or a .gguf file")
 
 
 def load_target(
-    spec: str | None = None, device: str | None = None, dtype: str | None = None, progress: bool = True
+    spec: str | None = None, device: str | None = None, dtype: str | None = None, progress: bool = True,
+    named: str | None = None,
 ) -> TargetModel:
-    """Load the target named by --model (None = the embedded default) on the best device and dtype."""
-    name, path = resolve_model_path(spec, progress=progress)
+    """Load the target named by --model (None = the embedded default) on the best device and dtype; `named` as for
+    resolve_model_path."""
+    name, path = resolve_model_path(spec, progress=progress, named=named)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(torch_device, dtype)
     model = load_hf_model(path, torch_device, torch_dtype)
