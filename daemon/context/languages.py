@@ -18,13 +18,15 @@ class LanguageSpec:
     module: str  # grammar package
     function: str  # its function returning the language pointer
     queries: str  # folder of regions.scm
+    line_tails: tuple[str, ...] = ()  # what may end a line that does not parse yet, after a name (languages.toml)
 
 
 @lru_cache(maxsize=1)
 def language_table() -> dict[str, LanguageSpec]:
     data = tomllib.loads(resources.files("nestling.grammars").joinpath("languages.toml").read_text())
     return {name: LanguageSpec(name, tuple(row["language_ids"]), tuple(row["extensions"]), row["module"],
-                               row["function"], row["queries"]) for name, row in data.items()}
+                               row["function"], row["queries"], tuple(row.get("line_tails", ())))
+            for name, row in data.items()}
 
 
 def find_language(language_id: str | None = None, path: str | None = None) -> LanguageSpec | None:

@@ -4,15 +4,16 @@ A document is parsed once, then each edit is applied with `Tree.edit` and a repa
 tree. The region comes from the language's `regions.scm` query run over a tiny byte range around the
 cursor: the innermost captured node containing the cursor names it (the smallest, then the deepest);
 for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
-Where no capture holds the cursor because the code there does not parse yet (`return ¦`), the region is the one it
-has once a name is typed at the cursor, and then the brackets the line leaves open closed (a reparse of a copy of the
-tree, ~1 ms in a 7,000-line file). Unknown languages, missing grammars
+Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
+has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
+(`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file. Unknown languages, missing grammars
 and parse failures give the neutral region, never an exception.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from enum import Enum
 
 from .languages import LanguageSpec, load_grammar
@@ -31,6 +32,8 @@ class Region(str, Enum):
 
 
 PLACEHOLDER = "x"  # a name, as if typed at a cursor where the code does not parse yet (a valid identifier everywhere)
+TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with typed text, together; past it the region found so far stands
+READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
 
 
 class SyntaxDocument:
@@ -92,7 +95,7 @@ class SyntaxDocument:
 
     def region_at(self, char_offset: int) -> Region:
         """The region at a cursor before character `char_offset`."""
-        if self._tree is None:
+        if self._tree is None or not 0 <= char_offset <= len(self.text):
             return Region.NEUTRAL
         try:
             cursor = self.byte_offset(char_offset)
@@ -121,29 +124,42 @@ class SyntaxDocument:
             if before else Region.NEUTRAL
 
     def _region_as_if_typed(self, cursor: int) -> Region:
-        """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `import ¦`, `f(a, ¦`) the statement
-        does not parse yet and no capture holds the cursor: take the region it has once a name is typed there
-        (a reparse of a copy of the tree; the document keeps its own)."""
+        """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `def ¦`, `f(a, ¦`) the statement
+        does not parse yet and no capture holds the cursor: take the region it has once a name is typed there, then
+        the brackets the line leaves open, then one of the language's line tails (`def x():`): the first of these
+        lines that parses, else the first that gives a region (each a reparse of a copy of the tree)."""
         line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
             return Region.NEUTRAL
-        # a name, then (for a signature or call left open: `def f(a, ¦`) the brackets the line leaves open, closed
         name, closers = PLACEHOLDER.encode(), _closers(line)
-        for typed in (name, name + closers) if closers else (name,):
-            region = self._region_with_text_at(cursor, typed, len(name))
-            if region is not Region.NEUTRAL:
+        typed = [name] + [name + closers + tail.encode() for tail in ("",) + self.language.line_tails]
+        fallback, deadline = Region.NEUTRAL, time.perf_counter() + TYPED_REPARSES_BUDGET_S
+        for text in dict.fromkeys(typed):
+            tree = self._typed_tree(cursor, text, deadline)
+            if tree is None:
+                break
+            region = self._region_at_byte(cursor + len(name), tree=tree, size=len(self._bytes) + len(text))
+            if _parses_between(tree, line_start, cursor + len(text)):
                 return region
-        return Region.NEUTRAL
+            if fallback is Region.NEUTRAL:
+                fallback = region
+        return fallback
 
-    def _region_with_text_at(self, cursor: int, text: bytes, cursor_after: int) -> Region:
-        """The region `cursor_after` bytes into `text` inserted at byte `cursor` (of a copy of the tree)."""
+    def _typed_tree(self, cursor: int, text: bytes, deadline: float):
+        """The tree with `text` inserted at byte `cursor` (a reparse of a copy; the document keeps its own), or None
+        when the reparse runs past `deadline` (error recovery can take ~20 ms where a typed line fits nowhere)."""
         row, column = self._point(cursor)
         tree = self._tree.copy()
         tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(text),
                   start_point=(row, column), old_end_point=(row, column), new_end_point=(row, column + len(text)))
         typed = self._bytes[:cursor] + text + self._bytes[cursor:]
-        return self._region_at_byte(cursor + cursor_after, tree=self._parser.parse(typed, tree), size=len(typed))
+        try:
+            return self._parser.parse(lambda byte, _point: typed[byte: byte + READ_CHUNK], tree,
+                                      progress_callback=lambda *_: time.perf_counter() > deadline)
+        except ValueError:  # cancelled: the parser would resume this parse next time unless reset
+            self._parser.reset()
+            return None
 
     def _indent_of_line_at(self, byte: int) -> int:
         start = self._bytes.rfind(b"\n", 0, byte) + 1
@@ -179,6 +195,18 @@ def _closers(line: bytes) -> bytes:
         elif open_ and bytes([byte]) == open_[-1]:
             open_.pop()
     return b"".join(reversed(open_))
+
+
+def _parses_between(tree, start: int, end: int) -> bool:
+    """Whether no syntax error (an ERROR node or a MISSING token) overlaps bytes [start, end] of `tree`."""
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            return False
+        if node.has_error:
+            stack.extend(child for child in node.children if child.start_byte <= end and child.end_byte >= start)
+    return True
 
 
 def _depth(node) -> int:

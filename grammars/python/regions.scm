@@ -26,6 +26,7 @@
 (for_statement) @logic
 (with_statement) @logic
 (raise_statement) @logic
+(except_clause) @logic
 (assert_statement) @logic
 (lambda) @logic
 (list_comprehension) @logic

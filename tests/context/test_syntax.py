@@ -5,6 +5,7 @@ import random
 import pytest
 
 from nestling.daemon.context.languages import find_language, language_table
+from nestling.daemon.context import syntax
 from nestling.daemon.context.syntax import Region, SyntaxDocument
 
 B, L, C, S, N = Region.BOILERPLATE, Region.LOGIC, Region.COMMENT, Region.STRING, Region.NEUTRAL
@@ -37,6 +38,12 @@ CASES = {
         ('name = f"{<|>}"\n', L),  # an f-string's interpolation is an expression
         ("def foo(a, <|>", B),  # a signature left open: as if a name and its closing bracket were typed
         ("def f(a):\n    y = max(a, <|>", L),
+        # a header that parses only with its line's tail (languages.toml line_tails): `def x():`, `except x:`
+        ("def <|>", B),
+        ("class <|>\n", B),
+        ("class A(<|>\n\nx = 1\n", B),
+        ("def f(a) -> <|>\n    pass\n", B),
+        ("try:\n    f()\nexcept <|>", L),
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
@@ -49,6 +56,9 @@ CASES = {
         ("const x = <|>", L),
         ("function f(a, <|>", B),
         ("const s = `a${<|>}`;\n", L),
+        ("import <|>", B),
+        ("import <|>\n\nfunction f() {}\n", B),  # `import x` alone misparses as a call: `import x from 'x';`
+        ("function <|>", B),
     ],
     "typescript": [
         ("import { A } from './a<|>';\n", B),
@@ -56,6 +66,7 @@ CASES = {
         ("function f(a: number<|>): void {}\n", B),
         ("function f(a: number): number {\n  if (a > <|>) { return 1; }\n  return 0;\n}\n", L),
         ("let x: <|>", B),
+        ("import <|>", B),
         ("/* block <|>*/\n", C),
     ],
     "go": [
@@ -65,10 +76,13 @@ CASES = {
         ("package main\n\nvar x = []int{1, <|>}\n", B),
         ("package main\n\n// doc<|>\nfunc f() {}\n", C),
         ('package main\n\nvar s = "ab<|>c"\n', S),
+        ("package main\n\nimport <|>", B),
+        ("package main\n\nfunc <|>", B),
     ],
     "rust": [
         ("use std::collections::Hash<|>Map;\n", B),
         ("use <|>", B),
+        ("fn <|>", B),
         ("fn f(a: i32, <|>) {}\n", B),
         ("fn f(a: i32) -> i32 {\n    let b = a + 1<|>;\n    b\n}\n", L),
         ("struct P {\n    x: i32,<|>\n}\n", B),
@@ -102,6 +116,12 @@ CASES = {
         ("// note<|>\n", C),
     ],
 }
+
+
+@pytest.fixture(autouse=True)
+def unhurried_reparses(monkeypatch):
+    """No deadline on the reparses with typed text, so that a stalled CPU cannot change a region here."""
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", 60.0)
 
 
 def classify(language: str, snippet: str) -> Region:
@@ -167,3 +187,14 @@ def test_out_of_range_edits_are_refused():
     doc = SyntaxDocument("abc", language_table()["c"])
     with pytest.raises(ValueError):
         doc.edit(2, 10, "x")
+
+
+@pytest.mark.parametrize("head", ["def ", "class A("])
+def test_typed_reparses_past_their_deadline_leave_the_region_neutral_and_the_parser_clean(head, monkeypatch):
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # every reparse is cancelled at its first check
+    spec = language_table()["python"]
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300))
+    doc = SyntaxDocument(head + "\n" + body, spec)
+    assert doc.region_at(len(head)) == N
+    doc.edit(len(head), len(head), {"def ": "g(): pass", "class A(": "B): pass"}[head])
+    assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()  # a cancelled parse is not resumed by the next one
