@@ -94,4 +94,8 @@ def check_settings(data: DataConfig, train: TrainConfig) -> None:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, not {getattr(data, name)}")
     if train.time_limit_s is not None and not train.time_limit_s > 0:
         raise ValueError(f"--time-limit-s must be positive, not {train.time_limit_s}")
+    if data.max_new_tokens < train.eval_steps:
+        raise ValueError(f"--eval-steps {train.eval_steps} scores that many draft steps in a row inside a held-out "
+                         f"continuation, longer than --max-new-tokens {data.max_new_tokens} lets one be: give "
+                         f"--max-new-tokens at least {train.eval_steps} or --eval-steps at most {data.max_new_tokens}")
 

@@ -30,7 +30,7 @@ from .distill import DistilledSequence, batching_order, distill
 from .samples import body_shortfall, make_samples
 from .stopping import StopSignal, TrainingStopped
 from .config import DataConfig, TrainConfig
-from .trainer import TrainState, read_checkpoint, train_head
+from .trainer import TrainState, read_checkpoint, scored_positions, train_head
 from .vocab import coverage, draft_vocabulary
 
 log = logging.getLogger(__name__)
@@ -254,6 +254,11 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     if not train_set or not held_out:
         raise ValueError(f"no {'training' if not train_set else 'held-out'} sequences were distilled: "
                          "give a larger corpus, more samples, or a longer --data-time-limit-s")
+    if not scored_positions(held_out, train.eval_steps):
+        longest = max(len(s.tokens) - s.prompt_length for s in held_out)
+        raise ValueError(f"no held-out continuation is long enough to score --eval-steps {train.eval_steps} draft "
+                         f"steps (the longest has {longest} tokens): give fewer --eval-steps, more --held-out-samples "
+                         "or a larger corpus")
     head = starting_head(target, data, out_dir, train_set, init)
     draft_ids = head.draft_to_target
     # the init head's own weights (a graft's new fuse and norm are not among them)

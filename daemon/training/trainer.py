@@ -151,9 +151,14 @@ def _evaluate(head: EagleHead, held_out: list[DistilledSequence], config: TrainC
             inputs = out
         positions += int(base_valid.sum())
     head.train()
-    positions = max(positions, 1)
-    return {"agreement": [round(float(c) / positions, 4) for c in correct],
-            "chain_tau": round(1.0 + chain_lengths / positions, 4), "positions": positions}
+    scored = max(positions, 1)
+    return {"agreement": [round(float(c) / scored, 4) for c in correct],
+            "chain_tau": round(1.0 + chain_lengths / scored, 4), "positions": positions}
+
+
+def scored_positions(held_out: list[DistilledSequence], steps: int) -> int:
+    """How many held-out positions `evaluate` scores: those of a continuation with `steps` of its tokens after them."""
+    return sum(max(0, len(s.tokens) - s.prompt_length - steps + 1) for s in held_out)
 
 
 def _lr_at(step: int, config: TrainConfig, elapsed_s: float = 0.0) -> float:

@@ -35,6 +35,8 @@ def test_the_defaults_and_a_distillation_only_run_pass():
     ({}, {"clip": float("inf")}, "--clip must be a finite number"),
     ({}, {"cls_weight": 0.0, "reg_weight": 0.0}, "no loss to train on"),
     ({}, {"max_steps": 0}, "--max-steps 0 distils only and trains nothing: give --cache-dir DIR"),
+    # (every held-out agreement read 0.0: no continuation had 6 tokens to score)
+    ({"max_new_tokens": 4}, {"eval_steps": 6}, "give --max-new-tokens at least 6 or --eval-steps at most 4"),
 ])
 def test_a_setting_no_run_can_use_names_its_flag(data, train, message):
     with pytest.raises(ValueError, match=message):

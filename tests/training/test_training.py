@@ -20,7 +20,7 @@ from nestling.daemon.training.distill import DistilledSequence
 from nestling.daemon.training.config import DataConfig, TrainConfig
 from nestling.daemon.models.eagle_head import head_from_target
 from nestling.daemon.training.pipeline import best_evaluation, prepare_data, run_training
-from nestling.daemon.training.trainer import evaluate, unrolled_loss
+from nestling.daemon.training.trainer import evaluate, scored_positions, unrolled_loss
 from nestling.daemon.training.vocab import draft_vocabulary
 from tiny import save_tiny_model_folder
 
@@ -537,3 +537,21 @@ def test_no_held_out_prompts_is_an_error_before_anything_is_distilled(tmp_path, 
     with pytest.raises(ValueError, match="no held-out prompts: 0 of the corpus's 60 files"):
         prepare_data(target, data, progress=False)
     assert not list((tmp_path / "cache").rglob("shard-*"))
+
+
+def test_the_held_out_positions_scored_are_those_with_every_draft_step_inside_a_continuation(target, corpus):
+    _, held, _ = prepare_data(target, DataConfig(corpus=[str(corpus)], **DATA), progress=False)
+    head = head_from_target(target)
+    for steps in (1, 6, 12):
+        scores = evaluate(head, held, TrainConfig(eval_steps=steps, autocast=False), torch.device("cpu"),
+                          torch.float32, target.lm_head.weight.detach())
+        assert scores["positions"] == scored_positions(held, steps) == \
+            sum(max(0, len(s.tokens) - s.prompt_length - steps + 1) for s in held)
+    assert scored_positions(held, 13) == 0  # (12 new tokens at most)
+
+
+def test_held_out_continuations_too_short_to_score_are_an_error_before_training(tmp_path, target, corpus):
+    data = DataConfig(corpus=[str(corpus)], **{**DATA, "max_new_tokens": 4})
+    with pytest.raises(ValueError, match="no held-out continuation is long enough to score --eval-steps 6"):
+        run_training(target, data, TrainConfig(eval_steps=6, max_steps=2), tmp_path / "out", progress=False)
+    assert not (tmp_path / "out" / "checkpoint.pt").exists()
