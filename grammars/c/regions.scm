@@ -5,6 +5,8 @@
 (parameter_list) @boilerplate
 (function_declarator declarator: (identifier) @boilerplate)
 (field_declaration_list) @boilerplate
+(struct_specifier name: (_) @boilerplate)
+(type_definition) @boilerplate
 (enumerator_list) @boilerplate
 (initializer_list) @boilerplate
 (case_statement value: (_) @boilerplate)

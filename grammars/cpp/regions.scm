@@ -6,6 +6,8 @@
 (namespace_definition name: (_) @boilerplate)
 (template_parameter_list) @boilerplate
 (base_class_clause) @boilerplate
+(class_specifier name: (_) @boilerplate)
+(struct_specifier name: (_) @boilerplate)
 (parameter_list) @boilerplate
 (function_declarator declarator: (_) @boilerplate)
 (field_declaration_list) @boilerplate

@@ -5,6 +5,7 @@
 (decorator) @boilerplate
 (formal_parameters) @boilerplate
 (function_declaration name: (identifier) @boilerplate)
+(class_declaration name: (_) @boilerplate)
 (method_definition name: (_) @boilerplate)
 (class_heritage) @boilerplate
 (object) @boilerplate

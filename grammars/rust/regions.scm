@@ -5,6 +5,9 @@
 (parameters) @boilerplate
 (type_parameters) @boilerplate
 (function_item name: (identifier) @boilerplate)
+(struct_item name: (_) @boilerplate)
+(enum_item name: (_) @boilerplate)
+(trait_item name: (_) @boilerplate)
 (function_item return_type: (_) @boilerplate)
 (field_declaration_list) @boilerplate
 (enum_variant_list) @boilerplate

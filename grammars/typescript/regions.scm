@@ -7,6 +7,7 @@
 (type_annotation) @boilerplate
 (type_parameters) @boilerplate
 (function_declaration name: (identifier) @boilerplate)
+(class_declaration name: (_) @boilerplate)
 (method_definition name: (_) @boilerplate)
 (class_heritage) @boilerplate
 (interface_declaration) @boilerplate

@@ -44,6 +44,7 @@ CASES = {
         ("class A(<|>\n\nx = 1\n", B),
         ("def f(a) -> <|>\n    pass\n", B),
         ("try:\n    f()\nexcept <|>", L),
+        ("from <|>\n\nimport os\n", B),
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
@@ -59,6 +60,7 @@ CASES = {
         ("import <|>", B),
         ("import <|>\n\nfunction f() {}\n", B),  # `import x` alone misparses as a call: `import x from 'x';`
         ("function <|>", B),
+        ("class <|>", B),
     ],
     "typescript": [
         ("import { A } from './a<|>';\n", B),
@@ -67,6 +69,7 @@ CASES = {
         ("function f(a: number): number {\n  if (a > <|>) { return 1; }\n  return 0;\n}\n", L),
         ("let x: <|>", B),
         ("import <|>", B),
+        ("export class <|>", B),
         ("/* block <|>*/\n", C),
     ],
     "go": [
@@ -78,11 +81,14 @@ CASES = {
         ('package main\n\nvar s = "ab<|>c"\n', S),
         ("package main\n\nimport <|>", B),
         ("package main\n\nfunc <|>", B),
+        ("package main\n\ntype <|>", B),
     ],
     "rust": [
         ("use std::collections::Hash<|>Map;\n", B),
         ("use <|>", B),
         ("fn <|>", B),
+        ("pub struct <|>\n", B),
+        ("enum <|>", B),
         ("fn f(a: i32, <|>) {}\n", B),
         ("fn f(a: i32) -> i32 {\n    let b = a + 1<|>;\n    b\n}\n", L),
         ("struct P {\n    x: i32,<|>\n}\n", B),
@@ -101,6 +107,8 @@ CASES = {
     "c": [
         ("#include <std<|>io.h>\n", B),
         ("#include <|>", B),
+        ("struct <|>", B),
+        ("typedef <|>", B),
         ("int f(int a, <|>) { return a; }\n", B),
         ("int f(int a) {\n  int b = a + 1<|>;\n  return b;\n}\n", L),
         ("int xs[] = {1, 2, <|>};\n", B),
@@ -113,6 +121,8 @@ CASES = {
         ("int f(int a) {\n  auto b = a + 1<|>;\n  return b;\n}\n", L),
         ("template <typename T<|>> T g(T x);\n", B),
         ("class B : public <|> {};\n", B),
+        ("class <|>", B),
+        ("struct <|>", B),
         ("// note<|>\n", C),
     ],
 }
