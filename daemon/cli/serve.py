@@ -99,10 +99,15 @@ def run(args) -> int:
             raise type(exc)(said_of_its_setting(str(exc), key, sources.get(key, ""))) from exc
 
     try:
-        asyncio.run(serve(config, load))
+        load_abandoned = asyncio.run(serve(config, load))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2
+    if load_abandoned:  # stopped while the model loaded: exit now, not when the load thread is done (minutes)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ class Daemon:
     service: CompletionService | None = None
     worker: ModelWorker | None = None
     code_stamp: str = field(default_factory=current_code_stamp)  # the code it started with (its files may change)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set at shutdown: a load still going ends unused
 
 
 def _answers(socket_path: Path) -> bool:
@@ -67,9 +69,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None) -> None:
+async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None) -> bool:
     """Run the daemon until SIGTERM/SIGINT (or `stop` is set). `load_runtime()` builds the engine, off the
-    event loop; `on_ready(daemon)` is called once it serves."""
+    event loop; `on_ready(daemon)` is called once it serves. Returns whether it stopped before the model had loaded:
+    the load then goes on in a daemon thread that nothing waits for (a process should exit without joining it)."""
     socket_path = config.socket_path
     folder = runtime_dir()
     secure_folder(folder)
@@ -111,7 +114,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
                 loop.add_signal_handler(sig, stop.set)
         log.log(NOTICE, "nestling daemon (%s) listening on unix:%s%s; loading the model", daemon.code_stamp,
                 socket_path, f" and {config.tcp}" if tcp else "")
-        loading = asyncio.ensure_future(asyncio.to_thread(_load, daemon, load_runtime))
+        loading = _start_loading(daemon, load_runtime)
         waiter = asyncio.ensure_future(stop.wait())
         await asyncio.wait({loading, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if loading.done():
@@ -124,11 +127,13 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             if on_ready:
                 on_ready(daemon)
             await waiter
-        log.log(NOTICE, "nestling daemon shutting down")
+        daemon.stopping.set()
+        log.log(NOTICE, "nestling daemon shutting down%s", "" if loading.done() else " (the model load is abandoned)")
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace=10)
         if daemon.worker:
             await asyncio.to_thread(daemon.worker.stop)
+        return not loading.done()
     finally:
         if ours is not None and _identity(socket_path) == ours:
             socket_path.unlink()
@@ -142,10 +147,38 @@ def _listen(server, address: str, flag: str) -> None:
         raise DaemonError(f"{flag}: cannot listen there (in use, or not permitted): {exc}") from None
 
 
+def _start_loading(daemon: Daemon, load_runtime) -> asyncio.Future:
+    """`_load` in a daemon thread, its outcome in the returned future. (In asyncio.to_thread's executor a stop while
+    loading waited for the load, since the event loop joins that executor's threads when it closes: `serve --stop`
+    waited 10 s for the default model, and more than 20 minutes in float32 on a busy CPU.)"""
+    loop = asyncio.get_running_loop()
+    loading = loop.create_future()
+
+    def settle(exc: BaseException | None) -> None:
+        if not loading.done():
+            loading.set_exception(exc) if exc is not None else loading.set_result(None)
+
+    def load() -> None:
+        try:
+            _load(daemon, load_runtime)
+            outcome = None
+        except BaseException as exc:
+            outcome = exc
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop has closed: the daemon stopped while this loaded
+            pass
+
+    threading.Thread(target=load, name="nestling-model-load", daemon=True).start()
+    return loading
+
+
 def _load(daemon: Daemon, load_runtime) -> None:
     runtime = load_runtime()
     service = CompletionService(runtime, daemon.config)
     if runtime.tree_source is not None and daemon.config.mode != "ar":
         _ = runtime.profile  # measure the verification cost now, not on the first keystroke
+    if daemon.stopping.is_set():  # the daemon stopped while this loaded: no worker to start
+        return
     daemon.runtime, daemon.service = runtime, service
     daemon.worker = ModelWorker(service, daemon.stats)

@@ -207,3 +207,19 @@ def test_status_tells_a_daemon_starting_from_none():
     assert state == "starting" and "(pid 4242) is running but does not answer" in message
     state, message = _not_serving("not serving", "unix:/x.sock", 4242)
     assert state == "loading" and "loading its model" in message
+
+
+def test_a_stop_while_the_model_loads_does_not_wait_for_the_load(tmp_path, model_folder, monkeypatch):
+    import threading
+
+    from daemons import start_daemon, stop_daemon
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    gate = threading.Event()  # the load waits here: it has not finished when the daemon is told to stop
+    running = start_daemon(tmp_path, model_folder, load_gate=gate)
+    assert running.client.health_state(timeout=5.0) == "not serving"
+    stop_daemon(running)  # (joins the thread that runs the event loop, for up to 60 s)
+    alive = running.thread.is_alive()
+    gate.set()
+    assert not alive  # it used to wait for the load's thread when its event loop closed
+    assert not running.config.socket_path.exists()
