@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from ..log_levels import LOG_LEVELS
@@ -39,7 +39,8 @@ class ServiceConfig:
     head: str | None = None
     device: str | None = None  # "cuda", "cuda:N" or "cpu" (None: cuda when present)
     dtype: str | None = None  # "bfloat16", "float32" or "float16" (None: bfloat16 where supported)
-    socket: str | None = None  # Unix socket path (None: <runtime dir>/daemon.sock)
+    # Unix socket path (None: <runtime dir>/daemon.sock); a relative one in a config file is relative to its folder
+    socket: str | None = None
     tcp: str | None = None  # also listen on HOST:PORT; loopback only unless allow_remote and token are set
     allow_remote: bool = False  # accept a non-loopback --tcp address (needs token)
     token: str | None = None  # clients must send "authorization: Bearer <token>" when set
@@ -129,6 +130,9 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
             sources[key] = "flag"
     config = ServiceConfig(**values)
     _validate(config, sources)
+    if config.socket is not None:  # every client reads this path, each from its own working folder: made absolute
+        folder = path.absolute().parent if sources["socket"].startswith("file ") else Path.cwd()
+        config = replace(config, socket=str(folder / Path(config.socket).expanduser()))
     return config, sources
 
 
