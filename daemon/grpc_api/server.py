@@ -82,7 +82,8 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
     tcp = check_tcp_address(config.tcp, config.allow_remote, config.token) if config.tcp else None
     daemon = Daemon(config)
     server = grpc.aio.server(interceptors=[ErrorInterceptor(config.token)], options=[
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0)])  # (gRPC's default: a second listener of this user shares the port unnoticed)
     pb_grpc.add_CompletionServicer_to_server(CompletionServicer(daemon), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -155,8 +155,11 @@ def test_a_socket_path_holding_a_file_is_refused_and_the_file_and_its_folder_are
     assert result.returncode == 2 and "a Unix socket path may have at most 107" in result.stderr
 
 
-def test_a_tcp_port_in_use_or_out_of_range_is_a_clear_error(tmp_path, env):
+@pytest.mark.parametrize("reuse_port", [False, True])
+def test_a_tcp_port_in_use_or_out_of_range_is_a_clear_error(tmp_path, env, reuse_port):
     with socket.socket() as taken:
+        if reuse_port:  # as every gRPC server sets it: the daemon's own listener used to join it on the port
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
