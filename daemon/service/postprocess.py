@@ -81,7 +81,8 @@ def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     offset = 0
     lines = text.split("\n")
     for number, line in enumerate(lines):
-        if number > 0 and line.strip() and _indent(line) < base and number < len(lines) - 1:
+        # (a line's indentation is known once it has text: the last, unfinished line counts then too)
+        if number > 0 and line.strip() and _indent(line) < base:
             if not (ctx.brace_language and line.strip()[0] in BRACKETS and depth > 0):
                 return offset - 1  # a complete line that leaves the block
         if base == 0 and depth == 0 and _starts_another_top_level_unit(lines, number):
@@ -100,10 +101,10 @@ def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
 
 
 def _starts_another_top_level_unit(lines: list[str], number: int) -> bool:
-    """Whether complete line `number` starts at column 0 after a blank line that follows text: a blank line at
+    """Whether line `number` (with text) starts at column 0 after a blank line that follows text: a blank line at
     the top level ends a unit (a definition, a group of imports or statements), as nothing dedents there."""
     line = lines[number]
-    return (0 < number < len(lines) - 1 and bool(line.strip()) and _indent(line) == 0
+    return (0 < number and bool(line.strip()) and _indent(line) == 0
             and line.strip()[0] not in BRACKETS and not lines[number - 1].strip()
             and any(l.strip() for l in lines[: number - 1]))
 

@@ -61,10 +61,18 @@ def test_whitespace_alone_is_never_offered():
     assert finalize("\n", ctx("x = 1"), "single") == ""
 
 
-def test_early_stop_only_on_complete_lines():
+def test_a_line_ends_the_block_once_its_indentation_is_known():
     c = ctx("def f(xs):\n    ", "\n")
-    assert block_end("return 1\nprin", c, "multi") is None  # the dedented line is not complete yet
+    assert block_end("return 1\n  ", c, "multi") is None  # only blanks yet: the line may go on indented
+    assert block_end("return 1\nprin", c, "multi") == len("return 1")  # dedented: it leaves the block
     assert block_end("return 1\nprint(1)\n", c, "multi") == len("return 1")
+
+
+def test_a_completion_cut_by_the_token_limit_does_not_repeat_the_lines_after_the_cursor():
+    c = ctx("def f(x):", "\n    return x\n\n")  # (it gave the body again and a partial 'def g(x' after it)
+    assert finalize("\n    return x\n\ndef g(x", c, "multi") == ""
+    c = ctx("x = 1\n", "")
+    assert finalize("y = 2\nz = 3\n\ndef g(", c, "multi") == "y = 2\nz = 3"  # top level: the next unit began
 
 
 def test_text_ends_before_a_nul_character():
@@ -85,7 +93,8 @@ def test_multi_line_at_the_top_level_stops_before_the_next_unit_after_a_blank_li
     c = ctx("import os\n\n", "")  # a blank line at column 0: nothing dedents below it
     text = "def size(path):\n    return os.path.getsize(path)\n\n\ndef main():\n    pass\n"
     assert finalize(text, c, "multi") == "def size(path):\n    return os.path.getsize(path)"
-    assert block_end("def size(path):\n    return 1\n\n\ndef ma", c, "multi") is None  # not complete yet
+    assert block_end("def size(path):\n    return 1\n\n\n", c, "multi") is None  # what comes next is not known yet
+    assert block_end("def size(path):\n    return 1\n\n\ndef ma", c, "multi") == len("def size(path):\n    return 1")
     methods = "class A:\n    def f(self):\n        pass\n\n    def g(self):\n        pass\n\nx = A()\n"
     assert finalize(methods, c, "multi") == "class A:\n    def f(self):\n        pass\n\n    def g(self):\n        pass"
     assert finalize("\nimport sys\nimport re\n\nx = 1\n", c, "multi") == "\nimport sys\nimport re"  # a leading blank: kept
