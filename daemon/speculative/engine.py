@@ -178,10 +178,11 @@ class Generation:
             self.stats.draft_ms += verify_start - tree_start
             self.stats.verify_ms += clock.now() - verify_start
             self.stats.target_forwards += 1
-            self.stats.accepted_lengths.append(len(acceptance.tokens))
             self.stats.tree_sizes.append(tree.size)
             root = acceptance.bonus
             chunk = self._admit(acceptance.tokens, stop_ids)
+            # what the output took: tokens past --max-tokens or a stop token do not count (an EOS does: it was written)
+            self.stats.accepted_lengths.append(len(chunk) + (self.stats.stop_reason == "eos"))
             if chunk:
                 yield chunk
         self.stats.new_tokens = len(self.tokens)

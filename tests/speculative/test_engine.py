@@ -76,9 +76,11 @@ def test_deadline_stops_generation(spec):
 
 
 def test_max_tokens_is_exact(spec):
-    for n in (1, 2, 7, 13):
+    for n in range(1, 20):
         generation = spec.generate(PROMPT, stop=StopRule(max_new_tokens=n, stop_token_ids=(-1,))).run()
         assert len(generation.tokens) == n and generation.stats.stop_reason == "max_tokens"
+        # tau counts what was output: the prefill's token, then each forward's (none past the limit)
+        assert 1 + sum(generation.stats.accepted_lengths) == n
 
 
 def test_eos_ends_generation_before_the_eos_token(target, spec):
@@ -89,6 +91,7 @@ def test_eos_ends_generation_before_the_eos_token(target, spec):
         generation = engine.generate(PROMPT, stop=StopRule(max_new_tokens=30, stop_token_ids=(eos,))).run()
         assert generation.tokens == reference[: reference.index(eos)]
         assert generation.stats.stop_reason == "eos"
+        assert 1 + sum(generation.stats.accepted_lengths) == len(generation.tokens) + 1  # the EOS, not past it
 
 
 def test_prefix_reuse_gives_the_same_output_as_a_fresh_state(target, spec):
