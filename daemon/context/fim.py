@@ -38,16 +38,18 @@ def lf_line_breaks(text: str) -> str:
 
 
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:
-    """(prefix, suffix) of `text` at 0-based `line` and `column` (in characters); ValueError if out of range."""
+    """(prefix, suffix) of `text` at 0-based `line` and `column` (in characters, the CR of a CRLF line break not among
+    them, as editors count); ValueError if out of range."""
     lines = text.split("\n")
     if line < 0 or line >= len(lines):
         raise ValueError(f"line {line + 1} is outside the document (it has {len(lines)} "
                          f"line{'' if len(lines) == 1 else 's'})")
     if column < 0:
         raise ValueError(f"column {column + 1} is before the start of line {line + 1} (columns start at 1)")
-    if column > len(lines[line]):
-        raise ValueError(f"column {column + 1} is past the end of line {line + 1} (it has {len(lines[line])} "
-                         f"character{'' if len(lines[line]) == 1 else 's'})")
+    length = len(lines[line].removesuffix("\r")) if line < len(lines) - 1 else len(lines[line])
+    if column > length:
+        raise ValueError(f"column {column + 1} is past the end of line {line + 1} (it has {length} "
+                         f"character{'' if length == 1 else 's'})")
     offset = sum(len(l) + 1 for l in lines[:line]) + column
     return text[:offset], text[offset:]
 

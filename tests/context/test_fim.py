@@ -18,6 +18,10 @@ def test_split_at_counts_lines_and_columns_from_zero_and_refuses_positions_outsi
         split_at("ab\ncd", 2, 0)
     with pytest.raises(ValueError, match="past the end of line 1"):
         split_at("ab\ncd", 0, 3)
+    # a CRLF line break's CR is no column (the cursor went between CR and LF)
+    assert split_at("ab\r\ncd", 0, 2) == ("ab", "\r\ncd")
+    with pytest.raises(ValueError, match=r"column 4 is past the end of line 1 \(it has 2 characters\)"):
+        split_at("ab\r\ncd", 0, 3)
 
 
 def test_prompt_is_prefix_then_suffix_then_the_middle_marker():
