@@ -36,6 +36,8 @@ def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8) -> list
     """`count` cursor positions in `path`, alternating line starts (after indentation) and mid-line,
     chosen by a generator seeded with the file's name so every run picks the same ones."""
     text = path.read_text(encoding="utf-8", errors="replace")
+    if "\x00" in text:  # (as `complete` refuses it)
+        raise ValueError(f"{path} does not look like text (it has NUL bytes)")
     lines = text.split("\n")
     candidates = [i for i, line in enumerate(lines) if i >= min_prefix_lines and len(line.strip()) >= 8]
     rng = random.Random(int(hashlib.sha256(path.name.encode()).hexdigest()[:8], 16))
@@ -55,8 +57,12 @@ def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8) -> list
 
 def load_jsonl(path: Path) -> list[BenchPrompt]:
     """Lines of {"prefix", "suffix"?, "path"?, "id"?} or {"prompt"} (plain prefix)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     prompts = []
-    for index, line in enumerate(path.read_text().splitlines()):
+    for index, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
         try:
@@ -68,10 +74,11 @@ def load_jsonl(path: Path) -> list[BenchPrompt]:
         prefix = row.get("prefix", row.get("prompt"))
         if not isinstance(prefix, str):
             raise ValueError(f"{path}:{index + 1}: needs a string 'prefix' (or 'prompt')")
-        if not isinstance(row.get("suffix", ""), str):
-            raise ValueError(f"{path}:{index + 1}: 'suffix' must be a string")
+        for key in ("suffix", "path", "kind"):  # (a path or kind may be null: none)
+            if key in row and not isinstance(row[key], str) and (key == "suffix" or row[key] is not None):
+                raise ValueError(f"{path}:{index + 1}: '{key}' must be a string, not {row[key]!r}")
         prompts.append(BenchPrompt(str(row.get("id", f"{path.name}:{index + 1}")), prefix, row.get("suffix", ""),
-                                   row.get("path"), row.get("kind", "jsonl")))
+                                   row.get("path"), row.get("kind") or "jsonl"))
     return prompts
 
 

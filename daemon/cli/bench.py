@@ -22,8 +22,9 @@ def add_parser(sub, add_model_options) -> None:
                         "files, or 'humaneval' (HumanEval's prompts; needs nestling[bench]); "
                         f"default: the held-out files in {DEFAULT_PROMPTS}")
     p.add_argument("--per-file", type=int, default=4, help="cursor positions per source file (default 4)")
-    p.add_argument("--limit", type=int, help="use at most this many prompts")
-    p.add_argument("--max-tokens", type=int, default=64, help="tokens generated per prompt (default 64)")
+    p.add_argument("--limit", type=int, help="use at most this many prompts (--target open: files; lookup: sequences)")
+    p.add_argument("--max-tokens", type=int,
+                   help="tokens generated per prompt (default 64; --target grpc and open: 16, a keystroke's completion)")
     p.add_argument("--modes", default="ar,spec", help=f"comma-separated, the first is the baseline ({modes})")
     p.add_argument("--ablation", action="store_true", help="all modes: " + ",".join(MODES))
     p.add_argument("--peers", action="store_true",
@@ -122,10 +123,19 @@ SOURCELESS_TARGETS = {"grpc": "it types in --file, by default a 2,000-line file 
 
 def run(args) -> int:
     check_outputs(args)
-    if args.limit is not None and args.limit < 1:
-        raise ValueError("--limit must be at least 1")
-    if args.keystrokes < 1:
-        raise ValueError("--keystrokes must be at least 1")
+    if args.max_tokens is None:
+        args.max_tokens = 16 if args.target in ("grpc", "open") else 64
+    for flag in ("limit", "keystrokes", "max_tokens", "per_file", "top_k", "depth", "total_tokens"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
+    if args.open_delay is not None and not args.open_delay >= 0:
+        raise ValueError(f"--open-delay must not be negative, not {args.open_delay:g}")
+    if args.limit is not None and args.target in ("grpc", "syntax"):
+        raise ValueError(f"--limit does not apply to --target {args.target} (it measures "
+                         f"{'--keystrokes requests' if args.target == 'grpc' else 'one file per language'})")
+    if args.plot and args.target != "engine":
+        raise ValueError(f"--plot draws the decoding modes' tokens/s per region; --target {args.target} has no plot")
     if args.target != "engine" and (args.temperature, args.top_p, args.seed) != (0.0, 1.0, None):
         raise ValueError(f"--temperature, --top-p and --seed apply to the decoding modes, not --target {args.target}")
     if args.target != "engine" and args.shape_variants:
@@ -157,8 +167,6 @@ def run(args) -> int:
     from ..runtime import load_runtime
     from ..speculative.drafter import TreeBudget
 
-    if args.max_tokens < 1:
-        raise ValueError("--max-tokens must be at least 1")
     shapes = read_shape_variants(args.shape_variants) if args.shape_variants else {}
     modes += [f"spec@{name}" for name in shapes]
     sampling = bench_sampling(args, modes)
@@ -220,7 +228,7 @@ def run_typing(args) -> int:
     text = args.file.read_text(encoding="utf-8", errors="replace") if args.file else default_document()
     with serving_daemon(args) as client:
         bar = tqdm(total=2 * (args.keystrokes + 1), desc="typing", unit="request")
-        runs = {setting: summarize(replay(client, text, args.line, args.keystrokes, min(args.max_tokens, 16),
+        runs = {setting: summarize(replay(client, text, args.line, args.keystrokes, args.max_tokens,
                                           cache=setting == "cache_on", progress=lambda: bar.update(1)))
                 for setting in ("cache_on", "cache_off")}
         bar.close()
@@ -248,8 +256,6 @@ def run_type_through(args) -> int:
     from ..service.completion import CompletionService
     from ..service.config import ServiceConfig
 
-    if args.keystrokes < 1 or args.max_tokens < 1:
-        raise ValueError("--keystrokes and --max-tokens must be at least 1")
     if args.pause_ms < 0:
         raise ValueError("--pause-ms must not be negative")
     prompts = collect(args.sources or [DEFAULT_PROMPTS], args.per_file, args.limit)
@@ -298,10 +304,10 @@ def run_openings(args) -> int:
     missing = [str(p) for p in args.sources if not p.is_file()]
     if missing:
         raise ValueError(f"--target open takes source files; not files: {', '.join(missing)}")
-    files = list(args.sources) or sorted(p for p in DATA.iterdir() if p.is_file())
+    files = (list(args.sources) or sorted(p for p in DATA.iterdir() if p.is_file()))[: args.limit]
     with serving_daemon(args) as client:
         with tqdm(total=2 * len(files), desc="opening", unit="request") as bar:
-            results, prefill_ms = replay_openings(client, files, min(args.max_tokens, 16), progress=lambda: bar.update(1),
+            results, prefill_ms = replay_openings(client, files, args.max_tokens, progress=lambda: bar.update(1),
                                                   delay_s=args.open_delay)
         daemon = client.stats()
     runs = {name: summarize([r for r in results if r.cache == prefilled])
@@ -319,6 +325,11 @@ def run_openings(args) -> int:
     print_latency_rows("opened", {name.replace("_", " "): data for name, data in runs.items()})
     print(f"prefill on opening: {report['prefill_ms']['mean']:.0f} ms mean, {report['prefill_ms']['max']:.0f} ms max; "
           f"median time to first token {ratio:.1f}x faster after it")
+    prefilled = runs["prefilled"]
+    if prefilled["reused_tokens"] < prefilled["prompt_tokens"] / 2:
+        print(f"(the prefilled completions reused {prefilled['reused_tokens']:.0f} of their {prefilled['prompt_tokens']:.0f}"
+              " prompt tokens on average: their cursors lie before the window the prefill computed, so what differs is "
+              "mostly the prompt, shorter once a document has a window, not the prefill)")
     return 0
 
 

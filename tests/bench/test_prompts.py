@@ -8,6 +8,7 @@ from nestling.daemon.bench.prompts import collect, load_jsonl
 @pytest.mark.parametrize("line,message", [("[1, 2]", "expected a JSON object, not list"),
                                           ('{"prefix": "x", "suffix": null}', "'suffix' must be a string"),
                                           ('{"suffix": "x"}', "needs a string 'prefix'"),
+                                          ('{"prefix": "x", "path": 5}', "'path' must be a string, not 5"),
                                           ("{not json", "not JSON")])
 def test_a_line_that_is_no_prompt_is_named(tmp_path, line, message):
     path = tmp_path / "prompts.jsonl"
@@ -21,3 +22,10 @@ def test_prompts_are_read_and_limited(tmp_path):
     path.write_text("".join(f'{{"prefix": "x = {i}", "id": "p{i}"}}\n' for i in range(5)))
     prompts = collect([path], per_file=1, limit=2)
     assert [p.id for p in prompts] == ["p0", "p1"] and prompts[0].suffix == ""
+
+
+def test_a_prompt_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_bytes(b'{"prefix": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match="prompts.jsonl: not UTF-8 text"):
+        load_jsonl(path)

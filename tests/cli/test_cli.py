@@ -353,9 +353,16 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
     assert result.returncode == 2 and "the folder" in result.stderr and "does not exist" in result.stderr
     result = nestling("bench", "--target", "open", tmp_path / "typo.py")
     assert result.returncode == 2 and "--target open takes source files; not files:" in result.stderr
-    for flag in ("--limit", "--keystrokes"):
+    for flag in ("--limit", "--keystrokes", "--per-file", "--top-k", "--depth", "--total-tokens", "--max-tokens"):
         result = nestling("bench", flag, 0)
-        assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr
+        assert result.returncode == 2 and f"{flag} must be at least 1" in result.stderr, (flag, result.stderr)
+    (tmp_path / "binary.py").write_bytes(b"x = 1\n\x00\x01\x02" * 20)
+    for flags, message in ((("--target", "open", "--open-delay", -3), "--open-delay must not be negative"),
+                           (("--target", "syntax", "--plot", tmp_path / "x.png"), "--target syntax has no plot"),
+                           (("--target", "grpc", "--limit", 2), "--limit does not apply to --target grpc"),
+                           ((tmp_path / "binary.py",), "does not look like text (it has NUL bytes)")):
+        result = nestling("bench", *flags)  # (the open delay was checked after the first prefill; the others ignored)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
     for flags, message in ((("--temperature", 0.5, "--peers"), "decode greedily only"),
                            (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in"),
                            (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax"),
