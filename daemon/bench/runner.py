@@ -33,7 +33,7 @@ class ModeResult:
     drafted: int = 0  # of those, steps that verified more than the root (the draft gate skips some)
     identical: int = 0  # prompts whose output equals the baseline's
     prompts: int = 0
-    accepted_lengths: list[int] = field(default_factory=list)  # accepted + bonus, one per verify forward
+    accepted_lengths: list[int] = field(default_factory=list)  # accepted + bonus the output took, one per forward
     per_prompt: list[dict] = field(default_factory=list)
     by_region: dict[str, "ModeResult"] = field(default_factory=dict)
 

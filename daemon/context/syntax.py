@@ -6,7 +6,8 @@ cursor: the innermost captured node containing the cursor names it (the smallest
 for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
 has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
-(`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file. Unknown languages, missing grammars
+(`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file where the line
+fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget. Unknown languages, missing grammars
 and parse failures give the neutral region, never an exception.
 """
 
@@ -32,7 +33,7 @@ class Region(str, Enum):
 
 
 PLACEHOLDER = "x"  # a name, as if typed at a cursor where the code does not parse yet (a valid identifier everywhere)
-TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with typed text, together; past it the region found so far stands
+TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with a line tail typed, together; past it the region found so far stands
 READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
 
 
@@ -127,35 +128,42 @@ class SyntaxDocument:
         """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `def ¦`, `f(a, ¦`) the statement
         does not parse yet and no capture holds the cursor: take the region it has once a name is typed there, then
         the brackets the line leaves open, then one of the language's line tails (`def x():`): the first of these
-        lines that parses, else the first that gives a region (each a reparse of a copy of the tree)."""
+        lines that parses, else the first that gives a region (each a reparse of a copy of the tree). The tails'
+        reparses share TYPED_REPARSES_BUDGET_S; past it the region found so far stands."""
         line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
             return Region.NEUTRAL
         name, closers = PLACEHOLDER.encode(), _closers(line)
-        typed = [name] + [name + closers + tail.encode() for tail in ("",) + self.language.line_tails]
-        fallback, deadline = Region.NEUTRAL, time.perf_counter() + TYPED_REPARSES_BUDGET_S
-        for text in dict.fromkeys(typed):
-            tree = self._typed_tree(cursor, text, deadline)
+        typed = [name] + ([name + closers] if closers else [])
+        tails = [name + closers + tail.encode() for tail in self.language.line_tails]
+        fallback, deadline = Region.NEUTRAL, None
+        for number, text in enumerate(typed + tails):
+            if number == len(typed):  # (the name and closers are always tried, as before the tails were)
+                deadline = time.perf_counter() + TYPED_REPARSES_BUDGET_S
+            typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
+            tree = self._typed_tree(cursor, text, typed_bytes, deadline)
             if tree is None:
                 break
-            region = self._region_at_byte(cursor + len(name), tree=tree, size=len(self._bytes) + len(text))
-            if _parses_between(tree, line_start, cursor + len(text)):
+            region = self._region_at_byte(cursor + len(name), tree=tree, size=len(typed_bytes))
+            if _parses_between(tree, line_start, cursor + len(text), typed_bytes):
                 return region
             if fallback is Region.NEUTRAL:
                 fallback = region
         return fallback
 
-    def _typed_tree(self, cursor: int, text: bytes, deadline: float):
-        """The tree with `text` inserted at byte `cursor` (a reparse of a copy; the document keeps its own), or None
-        when the reparse runs past `deadline` (error recovery can take ~20 ms where a typed line fits nowhere)."""
+    def _typed_tree(self, cursor: int, text: bytes, typed_bytes: bytes, deadline: float | None):
+        """The tree of `typed_bytes`, the text with `text` inserted at byte `cursor` (a reparse of a copy; the document
+        keeps its own), or None when the reparse runs past `deadline` (error recovery took ~20 ms where a Rust
+        line fitted nowhere)."""
         row, column = self._point(cursor)
         tree = self._tree.copy()
         tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(text),
                   start_point=(row, column), old_end_point=(row, column), new_end_point=(row, column + len(text)))
-        typed = self._bytes[:cursor] + text + self._bytes[cursor:]
+        if deadline is None:
+            return self._parser.parse(typed_bytes, tree)
         try:
-            return self._parser.parse(lambda byte, _point: typed[byte: byte + READ_CHUNK], tree,
+            return self._parser.parse(lambda byte, _point: typed_bytes[byte: byte + READ_CHUNK], tree,
                                       progress_callback=lambda *_: time.perf_counter() > deadline)
         except ValueError:  # cancelled: the parser would resume this parse next time unless reset
             self._parser.reset()
@@ -197,11 +205,15 @@ def _closers(line: bytes) -> bytes:
     return b"".join(reversed(open_))
 
 
-def _parses_between(tree, start: int, end: int) -> bool:
-    """Whether no syntax error (an ERROR node or a MISSING token) overlaps bytes [start, end] of `tree`."""
+def _parses_between(tree, start: int, end: int, text: bytes) -> bool:
+    """Whether no syntax error (an ERROR node or a MISSING token) overlaps bytes [start, end] of `tree` (over `text`),
+    a block the file leaves open at its end aside: the closing bracket missing there is not the line's."""
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
+        if node.is_missing and node.type in ("}", ")", "]") and node.start_byte >= end and \
+                not text[node.start_byte:].strip():
+            continue
         if node.is_error or node.is_missing:
             return False
         if node.has_error:

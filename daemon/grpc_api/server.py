@@ -134,7 +134,10 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         await server.stop(grace=10)
         if daemon.worker:
             await asyncio.to_thread(daemon.worker.stop)
-        return not loading.done()
+        if not loading.done():  # (its outcome, a failure too, is no longer anyone's concern)
+            loading.add_done_callback(lambda future: future.cancelled() or future.exception())
+            return True
+        return False
     finally:
         if ours is not None and _identity(socket_path) == ours:
             socket_path.unlink()

@@ -130,9 +130,8 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
             sources[key] = "flag"
     config = ServiceConfig(**values)
     _validate(config, sources)
-    if config.socket is not None:  # every client reads this path, each from its own working folder: made absolute
-        folder = path.absolute().parent if sources["socket"].startswith("file ") else Path.cwd()
-        config = replace(config, socket=str(folder / Path(config.socket).expanduser()))
+    if sources["socket"].startswith("file "):  # every client reads the file's path, each in its own working folder
+        config = replace(config, socket=str(path.absolute().parent / Path(config.socket).expanduser()))
     return config, sources
 
 

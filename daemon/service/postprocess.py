@@ -81,8 +81,10 @@ def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     offset = 0
     lines = text.split("\n")
     for number, line in enumerate(lines):
-        # (a line's indentation is known once it has text: the last, unfinished line counts then too)
-        if number > 0 and line.strip() and _indent(line) < base:
+        # (a line's indentation is known once it has text: the last, unfinished line counts then too, unless it
+        # starts with a closing bracket, which may close one the completion opened: decided once the line is complete)
+        last = number == len(lines) - 1
+        if number > 0 and line.strip() and _indent(line) < base and not (last and line.strip()[0] in BRACKETS):
             if not (ctx.brace_language and line.strip()[0] in BRACKETS and depth > 0):
                 return offset - 1  # a complete line that leaves the block
         if base == 0 and depth == 0 and _starts_another_top_level_unit(lines, number):

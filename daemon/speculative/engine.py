@@ -181,8 +181,7 @@ class Generation:
             self.stats.tree_sizes.append(tree.size)
             root = acceptance.bonus
             chunk = self._admit(acceptance.tokens, stop_ids)
-            # what the output took: tokens past --max-tokens or a stop token do not count (an EOS does: it was written)
-            self.stats.accepted_lengths.append(len(chunk) + (self.stats.stop_reason == "eos"))
+            self.stats.accepted_lengths.append(self._taken(acceptance.tokens, chunk, stop_ids))
             if chunk:
                 yield chunk
         self.stats.new_tokens = len(self.tokens)
@@ -222,6 +221,13 @@ class Generation:
         elif self.stop.deadline is not None and time.monotonic() >= self.stop.deadline:
             self.stats.stop_reason = "deadline"
         return bool(self.stats.stop_reason)
+
+    def _taken(self, accepted: list[int], admitted: list[int], stop_ids: set[int]) -> int:
+        """Of a step's accepted tokens, those the output took: tokens past the token limit or past a stop token do not
+        count (a stop token that ended it does: the model wrote it)."""
+        stopped = (len(admitted) < len(accepted) and accepted[len(admitted)] in stop_ids
+                   and len(self.tokens) < self.stop.max_new_tokens)
+        return len(admitted) + stopped
 
     def _admit(self, new_tokens: list[int], stop_ids: set[int]) -> list[int]:
         """Append what the stop rules let through; sets stop_reason when one fires."""

@@ -14,7 +14,8 @@ class GenerationStats:
     reused_tokens: int = 0  # prompt tokens whose KV came from an earlier request (not recomputed)
     new_tokens: int = 0  # tokens output (after stop rules)
     target_forwards: int = 0  # verify forwards after prefill (each outputs accepted + 1 tokens)
-    accepted_lengths: list[int] = field(default_factory=list)  # accepted + 1 per verify forward
+    # accepted + 1 per verify forward, as far as the output took them (not past the token limit or a stop token)
+    accepted_lengths: list[int] = field(default_factory=list)
     tree_sizes: list[int] = field(default_factory=list)  # nodes verified per forward, root included
     prefill_ms: float = 0.0  # target forward over the uncached prompt tokens
     draft_ms: float = 0.0  # all drafter time

@@ -45,6 +45,7 @@ CASES = {
         ("def f(a) -> <|>\n    pass\n", B),
         ("try:\n    f()\nexcept <|>", L),
         ("from <|>\n\nimport os\n", B),
+        ("from <|>", B),
     ],
     "javascript": [
         ("import { a<|> } from 'b';\n", B),
@@ -69,6 +70,7 @@ CASES = {
         ("function f(a: number): number {\n  if (a > <|>) { return 1; }\n  return 0;\n}\n", L),
         ("let x: <|>", B),
         ("import <|>", B),
+        ("function <|>", B),
         ("export class <|>", B),
         ("/* block <|>*/\n", C),
     ],
@@ -89,6 +91,7 @@ CASES = {
         ("fn <|>", B),
         ("pub struct <|>\n", B),
         ("enum <|>", B),
+        ("use std::<|>", B),
         ("fn f(a: i32, <|>) {}\n", B),
         ("fn f(a: i32) -> i32 {\n    let b = a + 1<|>;\n    b\n}\n", L),
         ("struct P {\n    x: i32,<|>\n}\n", B),
@@ -103,6 +106,8 @@ CASES = {
         ("class A {\n  @Overr<|>ide\n  public String toString() { return \"\"; }\n}\n", B),
         ("class A {\n  // note<|>\n}\n", C),
         ('class A { String s = "ab<|>c"; }\n', S),
+        ("class A {\n  void f() {\n    int <|>", L),
+        ("class A {\n  private <|>\n}\n", B),
     ],
     "c": [
         ("#include <std<|>io.h>\n", B),
@@ -159,6 +164,7 @@ def test_language_lookup_by_id_and_extension():
 
 def test_unknown_languages_and_bad_offsets_are_neutral():
     assert SyntaxDocument("def f(): pass", None).region_at(5) == N
+    assert SyntaxDocument("x = 1  # note", language_table()["python"]).region_at(-1) == N  # (it read a comment)
     doc = SyntaxDocument("def f(:\n  ))) broken", language_table()["python"])
     assert doc.region_at(3) == N  # inside the broken signature: no region is recognised
     assert doc.region_at(10_000) == N and doc.region_at(-1) == N
@@ -199,12 +205,33 @@ def test_out_of_range_edits_are_refused():
         doc.edit(2, 10, "x")
 
 
-@pytest.mark.parametrize("head", ["def ", "class A("])
-def test_typed_reparses_past_their_deadline_leave_the_region_neutral_and_the_parser_clean(head, monkeypatch):
-    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # every reparse is cancelled at its first check
+def test_line_tails_past_their_deadline_leave_the_region_found_so_far_and_the_parser_clean(monkeypatch):
     spec = language_table()["python"]
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300))
-    doc = SyntaxDocument(head + "\n" + body, spec)
-    assert doc.region_at(len(head)) == N
-    doc.edit(len(head), len(head), {"def ": "g(): pass", "class A(": "B): pass"}[head])
+    assert SyntaxDocument("from \n" + body, spec).region_at(5) == B  # `from x import x`, a line tail
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # every tail's reparse is cancelled at its first check
+    doc = SyntaxDocument("from \n" + body, spec)
+    assert doc.region_at(5) == N  # (`from x` alone does not parse and has no region)
+    doc.edit(5, 5, "os import path")
     assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()  # a cancelled parse is not resumed by the next one
+    doc = SyntaxDocument("class A(\n" + body, spec)
+    assert doc.region_at(8) == B  # the name and the closers are tried whatever the time: `class A(x)`
+    doc.edit(8, 8, "B): pass")
+    assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()
+
+
+def test_the_name_and_closers_are_tried_without_a_deadline_in_a_long_file(monkeypatch):
+    """(With one shared 2 ms deadline, a top-level `foo(a, ¦` in a 1,000-line file had turned neutral.)"""
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # the tails' deadline is past from the start
+    spec = language_table()["python"]
+    body = "".join(f"def f{i}(x):\n    return [x, {i}]\n\n\n" for i in range(1500))
+    for line, expected in (("foo(a, ", L), ("x = [a, ", B)):
+        text = body + line + "\n" + body
+        assert SyntaxDocument(text, spec).region_at(len(body) + len(line)) == expected
+
+
+def test_a_block_the_file_leaves_open_at_its_end_does_not_count_against_the_typed_line():
+    for language, snippet in (("c", "int f(void) {\n  int <|>"), ("java", "class A {\n  void f() {\n    String <|>"),
+                              ("cpp", "int f() {\n  auto <|>")):
+        assert classify(language, snippet) == L  # (not a nested function's name: `int x() {}`)
+    assert classify("c", "int <|>") == L

@@ -73,6 +73,8 @@ def test_a_completion_cut_by_the_token_limit_does_not_repeat_the_lines_after_the
     assert finalize("\n    return x\n\ndef g(x", c, "multi") == ""
     c = ctx("x = 1\n", "")
     assert finalize("y = 2\nz = 3\n\ndef g(", c, "multi") == "y = 2\nz = 3"  # top level: the next unit began
+    c = ctx("def f():\n    return foo(", "")  # a closing bracket last: the completion's own, kept as before
+    assert finalize("\n        a,\n    )", c, "multi") == "\n        a,\n    )"
 
 
 def test_text_ends_before_a_nul_character():
