@@ -118,7 +118,7 @@ def word_before(line_before_cursor: str) -> str:
 
 def completion_item(text: str, word: str, word_range: types.Range) -> types.CompletionItem:
     """One completion-menu item carrying the whole completion (for editors without inline completion)."""
-    first_line = (word + text).split("\n")[0]
+    first_line = (word + text).split("\n")[0].removesuffix("\r")  # (a CRLF document's completion)
     label = first_line if len(first_line) <= 48 else first_line[:47] + "…"
     return types.CompletionItem(
         label=label or "…", kind=types.CompletionItemKind.Snippet, detail="nestling",

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..context.fim import build_fim_prompt, lf_line_breaks, split_at
+from ..context.fim import build_fim_prompt, lf_only, split_at
 from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
@@ -67,9 +67,9 @@ TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
 
 
 def read_source(path: Path) -> str:
-    """The file's text (UTF-8; a byte order mark is neither text nor a column; a lone CR a line feed); ValueError for a
-    file that cannot be read or does not look like text (NUL bytes, or mostly bytes that are not UTF-8), before any
-    model loads."""
+    """The file's text (UTF-8; a byte order mark is neither text nor a column; CRLF and a lone CR a line feed);
+    ValueError for a file that cannot be read or does not look like text (NUL bytes, or mostly bytes that are not
+    UTF-8), before any model loads."""
     try:
         data = path.read_bytes()
     except OSError as exc:  # missing, a folder, unreadable
@@ -82,7 +82,9 @@ def read_source(path: Path) -> str:
     if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
         raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
                          "UTF-8): give a source file in UTF-8")
-    return lf_line_breaks(data.decode("utf-8-sig", errors="replace"))  # (--line counts lines as editors do)
+    # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
+    # code after CRLF)
+    return lf_only(data.decode("utf-8-sig", errors="replace"))
 
 
 def run(args) -> int:

@@ -37,6 +37,37 @@ def lf_line_breaks(text: str) -> str:
     return LONE_CR.sub("\n", text) if "\r" in text else text
 
 
+@dataclass(frozen=True)
+class LfDocument:
+    """A document as the core reads it: every line break a line feed (the model writes different code after CRLF
+    than after LF: `    def ¦` gave "def pop(self):" in a CRLF file, "pop(self):" in the same LF file)."""
+
+    text: str  # the document, every line break (CRLF, a lone CR) a LF
+    cursor: int  # the cursor in `text`
+    # the document's most common line break ("\n", "\r\n" or "\r"): what a completion is given back with
+    line_break: str
+
+    @classmethod
+    def of(cls, text: str, cursor: int) -> "LfDocument":
+        if "\r" not in text:
+            return cls(text, cursor, "\n")
+        if 0 < cursor < len(text) and text[cursor - 1] == "\r" and text[cursor] == "\n":
+            cursor -= 1  # between the CR and the LF of a line break: before it
+        pairs = text.count("\r\n")
+        counts = {"\n": text.count("\n") - pairs, "\r\n": pairs, "\r": text.count("\r") - pairs}
+        line_break = max(counts, key=lambda k: (counts[k], k == "\n"))
+        return cls(lf_line_breaks(text.replace("\r\n", "\n")), cursor - text.count("\r\n", 0, cursor), line_break)
+
+    def in_its_line_breaks(self, completion: str) -> str:
+        """`completion` (written for `text`) with the document's own line breaks."""
+        return completion if self.line_break == "\n" else completion.replace("\n", self.line_break)
+
+
+def lf_only(text: str) -> str:
+    """`text` with every line break (CRLF, a lone CR) a line feed."""
+    return lf_line_breaks(text.replace("\r\n", "\n")) if "\r" in text else text
+
+
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:
     """(prefix, suffix) of `text` at 0-based `line` and `column` (in characters, the CR of a CRLF line break not among
     them, as editors count); ValueError if out of range."""

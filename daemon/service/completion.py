@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..context.fim import FimBudget, build_fim_prompt, lf_line_breaks
+from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only
 from ..context.languages import find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
@@ -193,7 +193,8 @@ class CompletionService:
                  on_text: Callable[[str], None] | None = None, queued_at: float | None = None) -> CompletionResult:
         started = time.monotonic()
         session = self.sessions.get(request.uri)
-        text, cursor = _text_and_cursor(request)
+        document = _document(request)
+        text, cursor = document.text, document.cursor
         prefix, suffix = text[:cursor], text[cursor:]
         language = find_language(request.language_id or None, request.uri)
         region = self._region(session, language, text, cursor)
@@ -220,7 +221,7 @@ class CompletionService:
             streamed = ""
             for _ in generation:
                 if index == 0 and on_text is not None and generation.text and len(generation.text) > len(streamed):
-                    on_text(generation.text[len(streamed):])
+                    on_text(document.in_its_line_breaks(generation.text[len(streamed):]))
                     streamed = generation.text
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at, early)
@@ -241,13 +242,15 @@ class CompletionService:
             raise Superseded(request.uri)
         if stats.stop_reason == "deadline":
             raise DeadlineExceeded(f"deadline passed after {stats.tokens} tokens")
-        return CompletionResult([CompletionItem(t, cursor, cursor) for t in texts], stats)
+        at = _request_cursor(request)  # (the client's offsets: its document's line breaks)
+        return CompletionResult([CompletionItem(document.in_its_line_breaks(t), at, at) for t in texts], stats)
 
     def prefill(self, request: PrefillRequest, cancel: threading.Event | None = None) -> PrefillResult:
         """Parse the document and commit the prompt a completion at the cursor would have (speculative
         requests' state), in chunks: `cancel` (a completion request arrived) stops it between chunks."""
         session = self.sessions.get(request.uri)
-        text, cursor = _text_and_cursor(request)
+        document = _document(request)
+        text, cursor = document.text, document.cursor
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
         prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
         engine, state = self._engine_and_state(session, self.config.mode)
@@ -272,9 +275,10 @@ class CompletionService:
         there is nothing to guess, or it is turned off)."""
         if not (self.config.prefill_ahead and request.mode == "spec" and result.items and result.items[0].text):
             return []
-        text, cursor = _text_and_cursor(request)
+        document = _document(request)
+        text, cursor = document.text, document.cursor
         session = self.sessions.get(request.uri)
-        shown = result.items[0].text
+        shown = lf_only(result.items[0].text)
         typing = predicted_keystroke(shown)
         guesses = [typing] if shown == typing else [shown, typing] if session.accept_first else [typing, shown]
         session.accept_guess = guesses.index(shown) + 1 if shown != typing else 0
@@ -362,8 +366,12 @@ def predicted_keystroke(shown: str) -> str:
     return "\n" + indented[: len(indented) - len(indented.lstrip(" \t"))]
 
 
-def _text_and_cursor(request: CompletionRequest | PrefillRequest) -> tuple[str, int]:
-    """The request's document and cursor, every line break one the core knows (a lone CR a line feed)."""
-    if request.text is not None:
-        return lf_line_breaks(request.text), request.cursor
-    return lf_line_breaks(request.prefix + (request.suffix or "")), len(request.prefix)
+def _document(request: CompletionRequest | PrefillRequest) -> LfDocument:
+    """The request's document and cursor as the core reads them: every line break a line feed (the prompt, the
+    regions, the post-processing and the sessions' states all see LF; completions go back in the document's own)."""
+    text = request.text if request.text is not None else request.prefix + (request.suffix or "")
+    return LfDocument.of(text, _request_cursor(request))
+
+
+def _request_cursor(request: CompletionRequest | PrefillRequest) -> int:
+    return request.cursor if request.text is not None else len(request.prefix)

@@ -3,7 +3,7 @@
 import pytest
 
 from char_tokenizer import FIM, CharTokenizer
-from nestling.daemon.context.fim import FimBudget, build_fim_prompt, lf_line_breaks, split_at
+from nestling.daemon.context.fim import FimBudget, LfDocument, build_fim_prompt, lf_line_breaks, lf_only, split_at
 
 
 def shown(prefix, suffix, **kwargs):
@@ -46,3 +46,15 @@ def test_budgets_cut_at_line_boundaries():
 def test_a_lone_cr_is_a_line_feed_and_every_offset_stays():
     text = "def f(x):\r    return x\r\r\nprint(f(1))\r"
     assert lf_line_breaks(text) == "def f(x):\n    return x\n\r\nprint(f(1))\n" and len(lf_line_breaks(text)) == len(text)
+
+
+def test_a_document_is_read_with_line_feeds_and_keeps_its_most_common_line_break():
+    document = LfDocument.of("a\r\nbc\r\nd", 5)  # the cursor after "bc"
+    assert (document.text, document.cursor, document.line_break) == ("a\nbc\nd", 4, "\r\n")
+    assert document.in_its_line_breaks("x\ny") == "x\r\ny"
+    assert LfDocument.of("a\r\nb", 2).cursor == 1  # between CR and LF: before the line break
+    assert LfDocument.of("a\rb\rc\r\n", 3).line_break == "\r"
+    assert LfDocument.of("a\nb\r\nc\n", 0).line_break == "\n"
+    plain = LfDocument.of("a\nb", 3)
+    assert (plain.text, plain.cursor, plain.in_its_line_breaks("x\n")) == ("a\nb", 3, "x\n")
+    assert lf_only("a\r\nb\rc\n") == "a\nb\nc\n"

@@ -77,3 +77,13 @@ def test_the_id_of_a_request_that_does_not_parse_is_found_when_its_first_members
     assert request_id('{"jsonrpc":"2.0","id":true,') is None
     assert request_id('{"jsonrpc":"2.0",,"id":4}') is None
     assert request_id("not json") is None and request_id("") is None
+
+
+def test_a_crlf_completion_s_menu_label_has_no_cr():
+    from lsprotocol import types
+
+    from nestling.lsp.convert import completion_item
+
+    empty = types.Range(types.Position(0, 0), types.Position(0, 0))
+    item = completion_item("if x:\r\n    pass", "", empty)
+    assert item.label == item.filter_text == "if x:" and item.text_edit.new_text == "if x:\r\n    pass"

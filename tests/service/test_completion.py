@@ -195,9 +195,21 @@ def test_a_long_new_prompt_is_prefilled_in_chunks_a_cancel_stops_and_the_next_re
     assert resumed.stats.time_to_first_token_ms > 0 and resumed.stats.prompt_tokens == plain.stats.prompt_tokens
 
 
-def test_a_document_with_lone_cr_line_breaks_completes_as_the_same_with_line_feeds(runtime):
-    service = CompletionService(runtime, ServiceConfig(max_tokens=12))
-    results = [service.complete(CompletionRequest(uri=URI + str(n), text=text, cursor=len(text), line_mode="auto"))
-               for n, text in enumerate((DOCUMENT, DOCUMENT.replace("\n", "\r")))]
-    assert [i.text for i in results[0].items] == [i.text for i in results[1].items] != []
-    assert results[0].stats.region == results[1].stats.region
+@pytest.mark.parametrize("line_break", ["\r", "\r\n"])
+@pytest.mark.parametrize("line_mode", ["auto", "multi"])
+def test_a_document_with_other_line_breaks_completes_as_the_same_with_line_feeds_given_back_in_its_own(
+        runtime, line_break, line_mode):
+    """The model reads every document with line feeds (it wrote other code after CRLF: `    def ¦` gave "def
+    pop(self):" in a CRLF file, "pop(self):" in the LF one); the completion comes back with the document's breaks."""
+    service = CompletionService(runtime, ServiceConfig(max_tokens=24))
+    texts = (DOCUMENT + "\n\nprint(total([1]))\n", (DOCUMENT + "\n\nprint(total([1]))\n").replace("\n", line_break))
+    cursors = (len(DOCUMENT), len(DOCUMENT.replace("\n", line_break)))
+    results = [service.complete(CompletionRequest(uri=f"{URI}{n}", text=text, cursor=cursor, line_mode=line_mode))
+               for n, (text, cursor) in enumerate(zip(texts, cursors))]
+    lf, other = results
+    assert [i.text.replace("\n", line_break) for i in lf.items] == [i.text for i in other.items] != []
+    assert [(i.replace_start, i.replace_end) for i in other.items] == [(cursors[1], cursors[1])]  # its own offsets
+    assert (lf.stats.region, lf.stats.prompt_tokens) == (other.stats.region, other.stats.prompt_tokens)
+    crlf = DOCUMENT.replace("\n", "\r\n")
+    between = service.complete(CompletionRequest(uri=URI + "x", text=crlf + "\r\n", cursor=len(crlf) + 1))
+    assert between.items[0].replace_start == len(crlf) + 1  # (a cursor between CR and LF is read as before the CR)
