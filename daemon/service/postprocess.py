@@ -8,6 +8,7 @@ also serves as an early stop rule during generation, so no tokens are spent past
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..context.syntax import Region
@@ -112,6 +113,7 @@ def _starts_another_top_level_unit(lines: list[str], number: int) -> bool:
 
 
 CLOSERS = set(")]}'\";:,")
+TRAILING_COMMENT = re.compile(r"\s*((#|//).*)?")  # what may follow the rest of the line: a comment, or nothing
 
 
 def _drop_overlap(text: str, ctx: CursorContext) -> str:
@@ -124,6 +126,10 @@ def _drop_overlap(text: str, ctx: CursorContext) -> str:
             head = after[:size]
             if stripped.endswith(head) and (size == len(after) or set(head) <= CLOSERS):
                 return stripped[: len(stripped) - size]
+        # the rest of the line's closers written again, then a comment: `f(3, ¦))` gave "4))  # Output: 12"
+        end = stripped.rfind(after) if set(after) <= CLOSERS | {" "} else -1
+        if end > 0 and TRAILING_COMMENT.fullmatch(stripped[end + len(after):]):
+            return stripped[:end]
         return text
     following = [line.strip() for line in ctx.next_lines if line.strip()]
     lines = text.rstrip("\n").split("\n")

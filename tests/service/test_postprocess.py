@@ -114,3 +114,9 @@ def test_at_the_end_of_a_file_an_indentation_the_model_repeats_goes():
     assert finalize("  return a;", not_yet, "multi") == "  return a;"
     inside = ctx("function add(a, b) {\n  ", "\n}\n", brace=True)  # text after the cursor: the model had it
     assert finalize("  return a + b;", inside, "multi") == "  return a + b;"
+
+
+def test_the_rest_of_the_line_written_again_before_a_comment_is_dropped_with_the_comment():
+    assert finalize("4))  # Output: 12", ctx("print(area(3, ", "))\n"), "single") == "4"  # (it read "4))  # ...))")
+    assert finalize("x));  // three", ctx("f(g(", "));\n", brace=True), "single") == "x"
+    assert finalize("a + b) * 2", ctx("x = (", ")\n"), "single") == "a + b) * 2"  # more code, not a comment: kept
