@@ -62,11 +62,15 @@ class NestlingLanguageServer(LanguageServer):
         capabilities = self.client_capabilities.window
         if not (capabilities and capabilities.work_done_progress):
             return None
-        token = str(uuid.uuid4())
-        created = self.work_done_progress.create(token)
+        token, created = str(uuid.uuid4()), None
 
         def report(phase: str, message: str | None) -> None:
-            if not created.done() and phase != "begin":
+            nonlocal created
+            if phase == "begin" and created is None:  # a token only for progress there is (not one per request), and
+                # no callback on its creation, which pygls logged as an ERROR when a shutdown cancelled it
+                created = self.protocol.send_request(types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+                                                     types.WorkDoneProgressCreateParams(token=token))
+            if created is None or (not created.done() and phase != "begin"):
                 return
             if phase == "begin":
                 self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="nestling", message=message))

@@ -276,14 +276,17 @@ async def test_messages_out_of_turn_are_refused_and_the_open_documents_stay(clie
     assert len(refused) == 4 and "file:///work/closed.py is not open" in refused[0], err
 
 
-def lsp_session(messages):
-    """Runs the embedded server over stdio with `messages` (dicts) written in turn: (its exit status, responses)."""
+def lsp_session(messages, stderr: list | None = None):
+    """Runs the embedded server over stdio with `messages` (dicts) written in turn: (its exit status, responses);
+    its standard error is appended to `stderr` if given."""
     import json
     import subprocess
 
     framed = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
                       for body in (json.dumps(m).encode() for m in messages))
     done = subprocess.run(EMBEDDED, input=framed, capture_output=True, timeout=120)
+    if stderr is not None:
+        stderr.append(done.stderr.decode(errors="replace"))
     responses, out = [], done.stdout
     while out:
         header, _, rest = out.partition(b"\r\n\r\n")
@@ -306,3 +309,16 @@ def test_requests_after_shutdown_get_an_error_and_exit_without_shutdown_fails():
     assert responses[2]["error"]["code"] == -32600 and "after shutdown" in responses[2]["error"]["message"]
     status, responses = lsp_session([initialize, initialized, exit_])
     assert status == 1 and [r["id"] for r in responses] == [1]
+
+
+def test_a_shutdown_right_after_initialize_logs_no_error():
+    """(A progress token was created for each backend call; a shutdown that cancelled its creation logged an ERROR
+    with a CancelledError traceback.)"""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"capabilities": {"window": {"workDoneProgress": True}}}}
+    stderr: list[str] = []
+    status, responses = lsp_session([initialize, {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                                     {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+                                     {"jsonrpc": "2.0", "method": "exit"}], stderr)
+    assert status == 0 and [r["id"] for r in responses] == [1, 2]
+    assert "Traceback" not in stderr[0] and "ERROR" not in stderr[0], stderr[0]
