@@ -55,6 +55,8 @@ def offset_at(text: str, position: types.Position, encoding=types.PositionEncodi
         at_last_empty_line = position.line == len(lines) and (not text or text.endswith(("\n", "\r")))
         if at_last_empty_line and position.character == 0:
             return len(text)
+        if at_last_empty_line:
+            raise ValueError(f"character {position.character} is past the end of line {position.line} (0 units)")
         raise ValueError(f"line {position.line} is past the end of the document ({len(lines)} lines)")
     content = lines[position.line].rstrip("\r\n")
     column, inside, units = _split_line(content, position.character, encoding)

@@ -30,6 +30,9 @@ def test_the_cursor_lands_on_the_lsp_line_whatever_other_line_breaks_the_text_ho
         text.index("v):")
     with pytest.raises(ValueError, match="past the end of the document \\(3 lines\\)"):
         offset_at(text, types.Position(line=3, character=0))
+    assert offset_at("x = 1\r\n", types.Position(line=1, character=0)) == 7  # the empty last line
+    with pytest.raises(ValueError, match="character 3 is past the end of line 1 \\(0 units\\)"):
+        offset_at("x = 1\r\n", types.Position(line=1, character=3))  # (it said the line was past the document)
     assert lsp_lines(f"a{char}b\nc\r\nd\re") == [f"a{char}b\n", "c\r\n", "d\r", "e"]
 
 
