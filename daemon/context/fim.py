@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 # A token rarely spans more than this many characters; bounds the text tokenized for a budget.
@@ -27,16 +26,6 @@ class FimPrompt:
     # `sticky_start` next time so the prompt keeps its beginning while the user types (prefix KV reuse)
 
 
-LONE_CR = re.compile(r"\r(?!\n)")
-
-
-def lf_line_breaks(text: str) -> str:
-    """`text` with each CR that ends a line alone (old Mac files) a line feed, as editors and LSP count lines: the
-    prompt, the syntax regions and the post-processing know \n (and \r\n) as the line break, and took a file of CR
-    breaks for one long line. One character for one, so every offset stays where it was."""
-    return LONE_CR.sub("\n", text) if "\r" in text else text
-
-
 @dataclass(frozen=True)
 class LfDocument:
     """A document as the core reads it: every line break a line feed (the model writes different code after CRLF
@@ -56,7 +45,7 @@ class LfDocument:
         pairs = text.count("\r\n")
         counts = {"\n": text.count("\n") - pairs, "\r\n": pairs, "\r": text.count("\r") - pairs}
         line_break = max(counts, key=lambda k: (counts[k], k == "\n"))
-        return cls(lf_line_breaks(text.replace("\r\n", "\n")), cursor - text.count("\r\n", 0, cursor), line_break)
+        return cls(lf_only(text), cursor - text.count("\r\n", 0, cursor), line_break)
 
     def in_its_line_breaks(self, completion: str) -> str:
         """`completion` (written for `text`) with the document's own line breaks."""
@@ -64,23 +53,22 @@ class LfDocument:
 
 
 def lf_only(text: str) -> str:
-    """`text` with every line break (CRLF, a lone CR) a line feed."""
-    return lf_line_breaks(text.replace("\r\n", "\n")) if "\r" in text else text
+    """`text` with every line break (CRLF, a lone CR, as in old Mac files) a line feed."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def split_at(text: str, line: int, column: int) -> tuple[str, str]:
-    """(prefix, suffix) of `text` at 0-based `line` and `column` (in characters, the CR of a CRLF line break not among
-    them, as editors count); ValueError if out of range."""
+    """(prefix, suffix) of `text` (line feeds: `lf_only`) at 0-based `line` and `column` (in characters); ValueError if
+    out of range."""
     lines = text.split("\n")
     if line < 0 or line >= len(lines):
         raise ValueError(f"line {line + 1} is outside the document (it has {len(lines)} "
                          f"line{'' if len(lines) == 1 else 's'})")
     if column < 0:
         raise ValueError(f"column {column + 1} is before the start of line {line + 1} (columns start at 1)")
-    length = len(lines[line].removesuffix("\r")) if line < len(lines) - 1 else len(lines[line])
-    if column > length:
-        raise ValueError(f"column {column + 1} is past the end of line {line + 1} (it has {length} "
-                         f"character{'' if length == 1 else 's'})")
+    if column > len(lines[line]):
+        raise ValueError(f"column {column + 1} is past the end of line {line + 1} (it has {len(lines[line])} "
+                         f"character{'' if len(lines[line]) == 1 else 's'})")
     offset = sum(len(l) + 1 for l in lines[:line]) + column
     return text[:offset], text[offset:]
 

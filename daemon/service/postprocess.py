@@ -70,11 +70,9 @@ def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
 def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     """block_end for text without a NUL: the end of the line (single) or of the block (multi)."""
     if mode == "single":
-        start = len(text) - len(text.lstrip("\r\n")) if not ctx.line_before.strip() else 0
+        start = len(text) - len(text.lstrip("\n")) if not ctx.line_before.strip() else 0
         newline = text.find("\n", start)
-        if newline < 0:
-            return None
-        return newline - 1 if newline > start and text[newline - 1] == "\r" else newline  # (CRLF: before the CR)
+        return newline if newline >= 0 else None
     base = _indent(ctx.line_before) if not ctx.line_before.strip() else _indent(ctx.line_before) + 1
     if not ctx.line_before.strip() and ctx.previous_line.rstrip().endswith(BLOCK_OPENERS):
         base = max(base, _indent(ctx.previous_line) + 1)  # the body of a block just opened
@@ -155,7 +153,7 @@ def finalize(text: str, ctx: CursorContext, mode: str) -> str:
     cut = block_end(text, ctx, mode)
     if cut is not None:
         text = text[:cut]
-    text = text.removesuffix("\r")  # the first half of a CRLF line break the text stopped in
+    text = text.removesuffix("\r")  # (documents reach the core with line feeds; a CR the model wrote before one goes)
     text = _without_repeated_indent(text, ctx)
     if mode == "multi":
         text = text.rstrip()

@@ -502,15 +502,20 @@ def test_a_byte_order_mark_is_no_column_and_no_text(model_dir, tmp_path):
     assert first["text"] == second["text"] and first["stats"]["prompt_tokens"] == second["stats"]["prompt_tokens"]
 
 
-def test_a_lone_cr_ends_a_line_as_editors_count_lines(model_dir, tmp_path):
+def test_crlf_and_a_lone_cr_end_a_line_as_editors_count_lines(model_dir, tmp_path):
     path = tmp_path / "mac.py"
     flags = ("--model", model_dir, "--head", "none", "--max-tokens", 3, "--raw", "--json")
-    path.write_bytes(b"import os\r\rdef f(x):\r    ")  # (it was one line: "line 4 is outside the document")
-    cr = nestling("complete", path, "--line", 4, "--col", 5, *flags)
     path.write_bytes(b"import os\n\ndef f(x):\n    ")
     lf = nestling("complete", path, "--line", 4, "--col", 5, *flags)
-    assert cr.returncode == lf.returncode == 0, cr.stderr
-    assert json.loads(cr.stdout)["text"] == json.loads(lf.stdout)["text"]
+    # (a lone-CR file was one line: "line 4 is outside the document"; a CRLF file gave the model other text)
+    for line_break in (b"\r", b"\r\n"):
+        path.write_bytes(b"import os\n\ndef f(x):\n    ".replace(b"\n", line_break))
+        other = nestling("complete", path, "--line", 4, "--col", 5, *flags)
+        assert lf.returncode == other.returncode == 0, other.stderr
+        assert json.loads(other.stdout)["text"] == json.loads(lf.stdout)["text"]
+        assert json.loads(other.stdout)["stats"]["prompt_tokens"] == json.loads(lf.stdout)["stats"]["prompt_tokens"]
+    result = nestling("complete", path, "--line", 3, "--col", 11, *flags)  # (the CR was counted as a column)
+    assert result.returncode == 2 and "column 11 is past the end of line 3 (it has 9 characters)" in result.stderr
 
 
 @pytest.mark.parametrize("content, says", [

@@ -3,7 +3,7 @@
 import pytest
 
 from char_tokenizer import FIM, CharTokenizer
-from nestling.daemon.context.fim import FimBudget, LfDocument, build_fim_prompt, lf_line_breaks, lf_only, split_at
+from nestling.daemon.context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only, split_at
 
 
 def shown(prefix, suffix, **kwargs):
@@ -18,10 +18,6 @@ def test_split_at_counts_lines_and_columns_from_zero_and_refuses_positions_outsi
         split_at("ab\ncd", 2, 0)
     with pytest.raises(ValueError, match="past the end of line 1"):
         split_at("ab\ncd", 0, 3)
-    # a CRLF line break's CR is no column (the cursor went between CR and LF)
-    assert split_at("ab\r\ncd", 0, 2) == ("ab", "\r\ncd")
-    with pytest.raises(ValueError, match=r"column 4 is past the end of line 1 \(it has 2 characters\)"):
-        split_at("ab\r\ncd", 0, 3)
 
 
 def test_prompt_is_prefix_then_suffix_then_the_middle_marker():
@@ -43,9 +39,8 @@ def test_budgets_cut_at_line_boundaries():
         "<pre>line8\nline9\n<suf>line0\nline1\n<mid>"
 
 
-def test_a_lone_cr_is_a_line_feed_and_every_offset_stays():
-    text = "def f(x):\r    return x\r\r\nprint(f(1))\r"
-    assert lf_line_breaks(text) == "def f(x):\n    return x\n\r\nprint(f(1))\n" and len(lf_line_breaks(text)) == len(text)
+def test_every_line_break_is_a_line_feed():
+    assert lf_only("def f(x):\r    return x\r\r\nprint(f(1))\r") == "def f(x):\n    return x\n\nprint(f(1))\n"
 
 
 def test_a_document_is_read_with_line_feeds_and_keeps_its_most_common_line_break():
@@ -57,4 +52,3 @@ def test_a_document_is_read_with_line_feeds_and_keeps_its_most_common_line_break
     assert LfDocument.of("a\nb\r\nc\n", 0).line_break == "\n"
     plain = LfDocument.of("a\nb", 3)
     assert (plain.text, plain.cursor, plain.in_its_line_breaks("x\n")) == ("a\nb", 3, "x\n")
-    assert lf_only("a\r\nb\rc\n") == "a\nb\nc\n"
