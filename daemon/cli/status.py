@@ -89,8 +89,9 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"model     {stats.model} on {stats.device} ({stats.dtype}{', packed weights' if stats.packed_weights else ''});"
         f" head {stats.head}",
         f"exact     {_exactness(stats)}",
-        f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions ({stats.errors} failed, "
-        f"{stats.superseded} superseded by a newer one), mean tau {stats.mean_tau:.2f}",
+        f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions, mean tau {stats.mean_tau:.2f}",
+        f"not done  {stats.errors} failed, {stats.superseded} superseded by a newer one, {stats.cancelled} cancelled "
+        f"by their client, {stats.deadline_exceeded} past their deadline",
         f"latency   first token p50 {first.p50_ms:.0f} ms, p95 {first.p95_ms:.0f}, p99 {first.p99_ms:.0f}; "
         f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}",
         f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "

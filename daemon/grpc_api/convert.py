@@ -79,7 +79,8 @@ def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cach
     return pb.GetStatsResponse(
         model=described["model"], device=described["device"], dtype=described["dtype"], head=described["head"],
         uptime_s=snapshot["uptime_s"], requests=snapshot["requests"], errors=snapshot["errors"],
-        superseded=snapshot["superseded"], mean_tau=snapshot["mean_tau"],
+        superseded=snapshot["superseded"], cancelled=snapshot["cancelled"],
+        deadline_exceeded=snapshot["deadline_exceeded"], mean_tau=snapshot["mean_tau"],
         time_to_first_token=percentiles(snapshot["first_token"]), total=percentiles(snapshot["total"]),
         cache_bytes=cache[0], cache_documents=cache[1], cache_limit_bytes=cache_limit,
         prefills=snapshot["prefills"], prefilled_tokens=snapshot["prefilled_tokens"],

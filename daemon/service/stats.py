@@ -19,7 +19,9 @@ class ServiceStats:
         self.started = time.monotonic()
         self.requests = 0
         self.errors = 0
-        self.superseded = 0
+        self.superseded = 0  # replaced by a newer request for the same document
+        self.cancelled = 0  # the client went away (cancelled the call, closed the connection) before the answer
+        self.deadline_exceeded = 0  # the request's deadline passed before its completion ended
         self.prefills = 0
         self.prefilled_tokens = 0
         self.prefills_ahead = 0  # prefills of a guessed next request's prompt (not counted in prefills)
@@ -53,12 +55,21 @@ class ServiceStats:
         with self._lock:
             self.superseded += 1
 
+    def record_cancelled(self) -> None:
+        with self._lock:
+            self.cancelled += 1
+
+    def record_deadline_exceeded(self) -> None:
+        with self._lock:
+            self.deadline_exceeded += 1
+
     def snapshot(self) -> dict:
         with self._lock:
             first, total = list(self._first_token), list(self._total)
             return {
                 "uptime_s": time.monotonic() - self.started, "requests": self.requests, "errors": self.errors,
-                "superseded": self.superseded, "prefills": self.prefills, "prefilled_tokens": self.prefilled_tokens,
+                "superseded": self.superseded, "cancelled": self.cancelled,
+                "deadline_exceeded": self.deadline_exceeded, "prefills": self.prefills, "prefilled_tokens": self.prefilled_tokens,
                 "prefills_ahead": self.prefills_ahead, "prefills_ahead_used": self.prefills_ahead_used,
                 "mean_tau": self._tau_sum / self.requests if self.requests else 0.0,
                 "first_token": {p: percentile(first, f) for p, f in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},

@@ -17,8 +17,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .completion import (CompletionRequest, CompletionResult, CompletionService, PrefillRequest, PrefillResult,
-                         Superseded)
+from .completion import (CompletionRequest, CompletionResult, CompletionService, DeadlineExceeded, PrefillRequest,
+                         PrefillResult, Superseded)
 from .stats import ServiceStats
 
 log = logging.getLogger(__name__)
@@ -94,8 +94,8 @@ class ModelWorker:
                 job.started = not job.cancel.is_set()
             if not job.started or not job.future.set_running_or_notify_cancel():
                 self._finish(job)
-                if job.superseded and isinstance(job.request, CompletionRequest):
-                    self.stats.record_superseded()
+                if isinstance(job.request, CompletionRequest):
+                    self._record_unanswered(job)
                 if not job.future.done():
                     job.future.set_exception(Superseded(job.request.uri))
                 continue
@@ -109,9 +109,8 @@ class ModelWorker:
     def _complete(self, job: Job) -> CompletionResult | None:
         try:
             result: CompletionResult = self.service.complete(job.request, job.cancel, job.on_text, job.queued_at)
-        except Superseded as exc:
-            if job.superseded:
-                self.stats.record_superseded()
+        except (Superseded, DeadlineExceeded) as exc:
+            self._record_unanswered(job)
             job.future.set_exception(exc)
         except Exception as exc:  # an engine failure: report it, keep serving
             log.exception("completion failed for %s", job.request.uri)
@@ -124,6 +123,18 @@ class ModelWorker:
         finally:
             self._finish(job)
         return None
+
+    def _record_unanswered(self, job: Job) -> None:
+        """Count a completion that ended without an answer: superseded by a newer one for its document, past its
+        deadline (whether the engine saw it first or the transport cancelled the call for it), or cancelled by its
+        client."""
+        deadline = job.request.deadline
+        if job.superseded:
+            self.stats.record_superseded()
+        elif deadline is not None and time.monotonic() >= deadline:
+            self.stats.record_deadline_exceeded()
+        else:
+            self.stats.record_cancelled()
 
     def _guesses(self, request: CompletionRequest, result: CompletionResult) -> list[PrefillRequest]:
         try:

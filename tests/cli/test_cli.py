@@ -258,9 +258,9 @@ def test_status_says_how_exact_the_outputs_are(fields, says):
 def test_stats_carry_the_runtime_exactness_and_packing():
     from nestling.daemon.grpc_api.convert import stats_response
 
-    snapshot = {"uptime_s": 1.0, "requests": 0, "errors": 0, "superseded": 0, "mean_tau": 0.0, "prefills": 0,
-                "prefilled_tokens": 0, "prefills_ahead": 0, "prefills_ahead_used": 0,
-                **{key: {"p50": 0.0, "p95": 0.0, "p99": 0.0} for key in ("first_token", "total")}}
+    from nestling.daemon.service.stats import ServiceStats
+
+    snapshot = ServiceStats().snapshot()
     described = {"model": "m", "device": "cpu", "dtype": "bfloat16", "head": "h", "exact_rows": 32,
                  "packed_weights": True}
     response = stats_response(described, snapshot, (0, 0), 0)

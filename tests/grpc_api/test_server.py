@@ -123,6 +123,7 @@ def outcomes(daemon, monkeypatch):
 
 
 def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon, outcomes):
+    before = daemon.client.stats()
     code, _ = code_of(lambda: daemon.client.complete(
         request(uri="file:///slow.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI), timeout=0.5))
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -130,6 +131,9 @@ def test_deadline_stops_generation_and_the_daemon_keeps_serving(daemon, outcomes
     # the slow request stopped early (the worker runs one job at a time: it has ended by now), at the deadline or
     # at the cancel the deadline gives the call, whichever the engine saw first, instead of running to its end
     assert isinstance(outcomes["file:///slow.py"], (DeadlineExceeded, Superseded))
+    after = daemon.client.stats()  # counted as past its deadline either way, and not as a failure
+    assert after.deadline_exceeded == before.deadline_exceeded + 1
+    assert (after.errors, after.cancelled, after.superseded) == (before.errors, before.cancelled, before.superseded)
 
 
 def test_a_newer_request_supersedes_the_running_one(daemon):
@@ -154,12 +158,17 @@ def test_a_newer_request_supersedes_the_running_one(daemon):
 
 
 def test_client_cancel_stops_the_stream(daemon, outcomes):
+    before = daemon.client.stats()
     call = daemon.client.stream(request(uri="file:///cancel.py", max_tokens=1000, line_mode=pb.LINE_MODE_MULTI))
     first = next(call)
     assert first.text or first.done
     call.cancel()
     assert daemon.client.complete(request(uri="file:///next.py")).stats.tokens > 0
     assert isinstance(outcomes["file:///cancel.py"], Superseded)  # stopped by the cancel, not run to its end
+    after = daemon.client.stats()
+    assert after.cancelled == before.cancelled + 1
+    assert (after.errors, after.superseded, after.deadline_exceeded) == (
+        before.errors, before.superseded, before.deadline_exceeded)
 
 
 @pytest.mark.parametrize("make,code,field", [

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from nestling.daemon.service.completion import (CompletionRequest, CompletionResult, PrefillRequest, PrefillResult,
-                                                Superseded)
+from nestling.daemon.service.completion import (CompletionRequest, CompletionResult, DeadlineExceeded, PrefillRequest,
+                                                PrefillResult, Superseded)
 from nestling.daemon.service.stats import ServiceStats
 from nestling.daemon.service.worker import ModelWorker
 
@@ -159,3 +159,57 @@ def test_a_queued_completion_is_answered_superseded_as_soon_as_a_newer_one_comes
     assert isinstance(newer.future.result(5), CompletionResult)
     wait_for(lambda: worker.stats.snapshot()["superseded"] == 1)
     assert worker.service.log == ["complete file:///a.py", "complete file:///b.py"]
+
+
+def unanswered(worker) -> dict:
+    snapshot = worker.stats.snapshot()
+    return {key: snapshot[key] for key in ("superseded", "cancelled", "deadline_exceeded", "errors", "requests")}
+
+
+def test_a_completion_its_client_cancels_counts_as_cancelled_and_not_as_a_failure(worker):
+    def until_cancelled(request, cancel, on_text, queued_at):
+        worker.service.started.set()
+        cancel.wait(5)
+        raise Superseded(request.uri)
+
+    worker.service.complete = until_cancelled
+    running = worker.submit(completion("file:///a.py"))
+    assert worker.service.started.wait(5)
+    queued = worker.submit(completion("file:///b.py"))
+    worker.cancel(queued)  # gone before it started
+    worker.cancel(running)
+    for job in (running, queued):
+        with pytest.raises(Superseded):
+            job.future.result(5)
+    wait_for(lambda: unanswered(worker)["cancelled"] == 2)
+    assert unanswered(worker) == {"superseded": 0, "cancelled": 2, "deadline_exceeded": 0, "errors": 0, "requests": 0}
+
+
+def test_a_completion_past_its_deadline_counts_as_that_whichever_way_it_stopped(worker, caplog):
+    def stopped_by_the_deadline(request, cancel, on_text, queued_at):
+        raise DeadlineExceeded("deadline passed after 3 tokens")
+
+    def stopped_by_the_transport(request, cancel, on_text, queued_at):  # the call's own deadline cancels it
+        cancel.set()
+        raise Superseded(request.uri)
+
+    for complete in (stopped_by_the_deadline, stopped_by_the_transport):
+        worker.service.complete = complete
+        job = worker.submit(CompletionRequest(uri="file:///a.py", text="x = 1\n", cursor=6,
+                                              deadline=time.monotonic() - 0.001))
+        with pytest.raises((DeadlineExceeded, Superseded)):
+            job.future.result(5)
+    wait_for(lambda: unanswered(worker)["deadline_exceeded"] == 2)
+    assert unanswered(worker) == {"superseded": 0, "cancelled": 0, "deadline_exceeded": 2, "errors": 0, "requests": 0}
+    assert "completion failed" not in caplog.text  # a deadline is the client's limit, not the daemon's failure
+
+
+def test_a_failing_completion_counts_as_an_error(worker):
+    def broken(request, cancel, on_text, queued_at):
+        raise RuntimeError("the engine broke")
+
+    worker.service.complete = broken
+    with pytest.raises(RuntimeError):
+        worker.submit(completion("file:///a.py")).future.result(5)
+    wait_for(lambda: unanswered(worker)["errors"] == 1)
+    assert unanswered(worker) == {"superseded": 0, "cancelled": 0, "deadline_exceeded": 0, "errors": 1, "requests": 0}
