@@ -9,6 +9,8 @@
 (method_declaration name: (field_identifier) @boilerplate)
 (method_declaration result: (_) @boilerplate)
 (type_declaration) @boilerplate
+; a package's constants: tables of names and values (iota enumerations)
+(const_declaration) @boilerplate
 (literal_value) @boilerplate
 (expression_case value: (_) @boilerplate)
 (block "}" @boilerplate)
@@ -17,6 +19,7 @@
 (expression_statement) @logic
 (return_statement) @logic
 (short_var_declaration) @logic
+(var_declaration) @logic
 (assignment_statement) @logic
 (if_statement condition: (_) @logic)
 (for_statement) @logic

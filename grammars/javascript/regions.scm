@@ -2,6 +2,8 @@
 (import_statement) @boilerplate
 (import_statement source: (string) @boilerplate)
 (export_clause) @boilerplate
+; a module's exports (what an export declares inside is its own: a body is logic)
+(export_statement) @boilerplate
 (decorator) @boilerplate
 (formal_parameters) @boilerplate
 (function_declaration name: (identifier) @boilerplate)

@@ -62,6 +62,9 @@ CASES = {
         ("import <|>\n\nfunction f() {}\n", B),  # `import x` alone misparses as a call: `import x from 'x';`
         ("function <|>", B),
         ("class <|>", B),
+        ("import x from 'y';\n\nexport default <|>\n", B),  # a module's export
+        ("export function f(a) {\n  return a + <|>;\n}\n", L),  # what it exports keeps its own regions
+        ("export const <|>", L),
     ],
     "typescript": [
         ("import { A } from './a<|>';\n", B),
@@ -72,6 +75,7 @@ CASES = {
         ("import <|>", B),
         ("function <|>", B),
         ("export class <|>", B),
+        ("export default <|>", B),
         ("/* block <|>*/\n", C),
     ],
     "go": [
@@ -84,6 +88,10 @@ CASES = {
         ("package main\n\nimport <|>", B),
         ("package main\n\nfunc <|>", B),
         ("package main\n\ntype <|>", B),
+        ("package main\n\nvar <|>\n\nfunc main() {\n}\n", L),  # a package's variables, as `x := ...` in a body
+        ("package main\n\nvar x = <|>\n", L),
+        ("package main\n\nconst <|>\n\nfunc main() {\n}\n", B),  # its constants: tables of names and values
+        ("package main\n\nconst (\n\tA = iota\n\t<|>\n)\n", B),
     ],
     "rust": [
         ("use std::collections::Hash<|>Map;\n", B),
