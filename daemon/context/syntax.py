@@ -7,8 +7,11 @@ for captures of the same node, the pattern written first in the query file wins 
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
 has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
 (`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file where the line
-fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget. Unknown languages, missing grammars
-and parse failures give the neutral region, never an exception.
+fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget. Where a capture does hold an
+unfinished line, it is the one the line's error landed in (`    def ¦` between two methods: the class body); there the
+typed lines are tried too, all within the budget, and the first that parses (with the next line of code) gives the
+region, else the capture's stands. Unknown languages, missing grammars and parse failures give the neutral region,
+never an exception.
 """
 
 from __future__ import annotations
@@ -104,7 +107,12 @@ class SyntaxDocument:
             if region is Region.NEUTRAL:
                 region = self._region_on_indented_blank_line(cursor)
             if region is Region.NEUTRAL:
-                region = self._region_as_if_typed(cursor)
+                return self._region_as_if_typed(cursor)
+            if not self._line_parses(cursor):
+                # the capture holding an unfinished line is the one its error landed in (`    def ¦` between two
+                # methods: the class body, logic): the line as if typed says better, when that fits the budget
+                typed = self._region_as_if_typed(cursor, hurried=True)
+                region = region if typed is Region.NEUTRAL else typed
             return region
         except Exception as exc:
             log.warning("region lookup failed: %s", exc)
@@ -124,12 +132,20 @@ class SyntaxDocument:
         return self._region_at_byte(before, lambda node: self._indent_of_line_at(node.start_byte) < column) \
             if before else Region.NEUTRAL
 
-    def _region_as_if_typed(self, cursor: int) -> Region:
+    def _line_parses(self, cursor: int) -> bool:
+        """Whether the cursor's line up to the cursor holds no syntax error, nor the innermost construct around the
+        cursor that starts on the line (`async def ¦`'s error lies in the next line, which it took for its name)."""
+        line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
+        return _line_fits(self._tree, line_start, cursor, self._bytes)
+
+    def _region_as_if_typed(self, cursor: int, hurried: bool = False) -> Region:
         """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `def ¦`, `f(a, ¦`) the statement
         does not parse yet and no capture holds the cursor: take the region it has once a name is typed there, then
         the brackets the line leaves open, then one of the language's line tails (`def x():`): the first of these
         lines that parses, else the first that gives a region (each a reparse of a copy of the tree). The tails'
-        reparses share TYPED_REPARSES_BUDGET_S; past it the region found so far stands."""
+        reparses share TYPED_REPARSES_BUDGET_S; past it the region found so far stands. `hurried` (the cursor has a
+        region already, from a capture that may not say what the line is): the budget covers every reparse, and
+        only a line that parses gives a region (else neutral)."""
         line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
@@ -137,18 +153,18 @@ class SyntaxDocument:
         name, closers = PLACEHOLDER.encode(), _closers(line)
         typed = [name] + ([name + closers] if closers else [])
         tails = [name + closers + tail.encode() for tail in self.language.line_tails]
-        fallback, deadline = Region.NEUTRAL, None
+        fallback, deadline = Region.NEUTRAL, time.perf_counter() + TYPED_REPARSES_BUDGET_S if hurried else None
         for number, text in enumerate(typed + tails):
-            if number == len(typed):  # (the name and closers are always tried, as before the tails were)
+            if number == len(typed) and not hurried:  # (the name and closers are always tried, as before the tails were)
                 deadline = time.perf_counter() + TYPED_REPARSES_BUDGET_S
             typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
             tree = self._typed_tree(cursor, text, typed_bytes, deadline)
             if tree is None:
                 break
             region = self._region_at_byte(cursor + len(name), tree=tree, size=len(typed_bytes))
-            if _parses_between(tree, line_start, cursor + len(text), typed_bytes):
+            if _line_fits(tree, line_start, cursor + len(text), typed_bytes):
                 return region
-            if fallback is Region.NEUTRAL:
+            if fallback is Region.NEUTRAL and not hurried:
                 fallback = region
         return fallback
 
@@ -219,6 +235,25 @@ def _parses_between(tree, start: int, end: int, text: bytes) -> bool:
         if node.has_error:
             stack.extend(child for child in node.children if child.start_byte <= end and child.end_byte >= start)
     return True
+
+
+def _line_fits(tree, line_start: int, end: int, text: bytes) -> bool:
+    """Whether the line from byte `line_start` to `end` parses, and the next line with code still does: a line that
+    does not fit may take the next one in (Java `public x` took `int b() {}` for its name, Python `async def ¦` the
+    next method's `def`)."""
+    return _parses_between(tree, line_start, _next_code_line_end(text, end), text)
+
+
+def _next_code_line_end(text: bytes, end: int) -> int:
+    """The end of the first line with code after the line of byte `end` (the text's end if none)."""
+    line_end = text.find(b"\n", end)
+    while line_end >= 0:
+        next_end = text.find(b"\n", line_end + 1)
+        next_end = len(text) if next_end < 0 else next_end
+        if text[line_end + 1: next_end].strip():
+            return next_end
+        line_end = next_end if next_end < len(text) else -1
+    return len(text)
 
 
 def _depth(node) -> int:

@@ -10,6 +10,8 @@
 (class_declaration name: (_) @boilerplate)
 (method_definition name: (_) @boilerplate)
 (class_heritage) @boilerplate
+; class fields: scaffolding (a function a field holds has its own regions)
+(field_definition) @boilerplate
 (object) @boilerplate
 (array) @boilerplate
 (switch_case value: (_) @boilerplate)

@@ -12,6 +12,8 @@
 (class_declaration name: (_) @boilerplate)
 (method_definition name: (_) @boilerplate)
 (class_heritage) @boilerplate
+; class fields: scaffolding (a function a field holds has its own regions)
+(public_field_definition) @boilerplate
 (interface_declaration) @boilerplate
 (type_alias_declaration) @boilerplate
 (enum_body) @boilerplate

@@ -14,6 +14,13 @@ CURSOR = "<|>"
 CASES = {
     "python": [
         ("import o<|>s\n", B),
+        # an unfinished line between two methods: its error lands in the class body (a block, logic), the line as if
+        # typed is a signature, or a decorator; `async def ¦` took the next method's `def` for its name
+        ("class Stack:\n    def push(self, x):\n        self.items.append(x)\n\n    def <|>\n\n    def pop(self):\n        return 1\n", B),
+        ("class Stack:\n    def push(self, x):\n        self.items.append(x)\n\n    async def <|>\n\n    def pop(self):\n        return 1\n", B),
+        ("class Stack:\n    def push(self, x):\n        self.items.append(x)\n\n    @<|>\n\n    def pop(self):\n        return 1\n", B),
+        ("def f():\n    from <|>\n    return 1\n", B),
+        ("def f(x):\n    y = g(x, <|>\n    return y\n", L),
         ("from typing import (Any, <|>)\n", B),
         ("@dataclass<|>\nclass A:\n    pass\n", B),
         ("def f(a, b<|>):\n    pass\n", B),
@@ -65,6 +72,7 @@ CASES = {
         ("import x from 'y';\n\nexport default <|>\n", B),  # a module's export
         ("export function f(a) {\n  return a + <|>;\n}\n", L),  # what it exports keeps its own regions
         ("export const <|>", L),
+        ("class A {\n  foo() { return 1; }\n  static <|>\n  bar() { return 2; }\n}\n", B),  # a member
     ],
     "typescript": [
         ("import { A } from './a<|>';\n", B),
@@ -76,6 +84,7 @@ CASES = {
         ("function <|>", B),
         ("export class <|>", B),
         ("export default <|>", B),
+        ("class A {\n  foo(): number { return 1; }\n  private <|>\n  bar(): number { return 2; }\n}\n", B),
         ("/* block <|>*/\n", C),
     ],
     "go": [
@@ -88,6 +97,7 @@ CASES = {
         ("package main\n\nimport <|>", B),
         ("package main\n\nfunc <|>", B),
         ("package main\n\ntype <|>", B),
+        ("package main\n\nfunc a() int { return 1 }\n\nfunc (s *S) <|>\n\nfunc b() int { return 2 }\n", B),
         ("package main\n\nvar <|>\n\nfunc main() {\n}\n", L),  # a package's variables, as `x := ...` in a body
         ("package main\n\nvar x = <|>\n", L),
         ("package main\n\nconst <|>\n\nfunc main() {\n}\n", B),  # its constants: tables of names and values
@@ -116,6 +126,7 @@ CASES = {
         ('class A { String s = "ab<|>c"; }\n', S),
         ("class A {\n  void f() {\n    int <|>", L),
         ("class A {\n  private <|>\n}\n", B),
+        ("class A {\n  int a() { return 1; }\n  public <|>\n  int b() { return 2; }\n}\n", B),  # `public x x;`
     ],
     "c": [
         ("#include <std<|>io.h>\n", B),
@@ -243,3 +254,12 @@ def test_a_block_the_file_leaves_open_at_its_end_does_not_count_against_the_type
                               ("cpp", "int f() {\n  auto <|>")):
         assert classify(language, snippet) == L  # (not a nested function's name: `int x() {}`)
     assert classify("c", "int <|>") == L
+
+
+def test_an_unfinished_line_a_capture_holds_keeps_that_region_when_its_typed_reparses_run_out_of_time(monkeypatch):
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300))  # (long enough to be cancelled)
+    snippet = "class Stack:\n    def push(self, x):\n        self.items.append(x)\n\n    def <|>\n\n    def pop(self):\n" \
+              "        return 1\n\n\n" + body
+    assert classify("python", snippet) == B
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # every reparse is cancelled at its first check
+    assert classify("python", snippet) == L  # the class body's capture, as before lines were typed there
