@@ -66,7 +66,7 @@ class DaemonBackend:
         self.auto_start = auto_start and tcp is None
         self.socket = socket
         self.serve_args = list(serve_args)  # extra `nestling serve` flags for an auto-started daemon
-        self.client = AsyncClient(self.target, token)
+        self.client = AsyncClient(self.target, self.token)  # (the token found: the editor's, $NESTLING_TOKEN's or the file's)
         self._starting: asyncio.Task | None = None
 
     async def close(self) -> None:
@@ -100,8 +100,13 @@ class DaemonBackend:
         await self._serve("--detach", progress, wait_s, "starting the nestling daemon and loading the model", "start")
 
     async def restart(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
-        """`nestling serve --restart`: the running daemon makes way for one that runs the code installed now."""
-        await self._serve("--restart", progress, wait_s, "restarting the nestling daemon", "restart")
+        """`nestling serve --restart`: the running daemon makes way for one that runs the code installed now. Requests
+        meanwhile wait for it as for a start (they had seen no daemon and started another beside it)."""
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
+        self._starting = asyncio.ensure_future(
+            self._serve("--restart", progress, wait_s, "restarting the nestling daemon", "restart"))
+        await asyncio.shield(self._starting)
 
     async def _serve(self, flag: str, progress: Progress | None, wait_s: float, begin: str, verb: str) -> None:
         """`nestling serve FLAG` (--detach or --restart) with this backend's socket and flags, reporting progress

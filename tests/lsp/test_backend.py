@@ -71,10 +71,34 @@ def test_the_daemon_backend_finds_the_daemon_the_config_file_names(tmp_path, mon
         chosen = DaemonBackend(str(tmp_path / "editor.sock"), None, "t", auto_start=False)  # the editor's settings
         for backend in (found, chosen):
             await backend.close()
-        return (found.target, found.token), (chosen.target, chosen.token)
+        return [(b.target, b.token, b.client.metadata) for b in (found, chosen)]
 
-    assert asyncio.run(scenario()) == ((f"unix:{tmp_path / 'my.sock'}", "s3cret"),
-                                       (f"unix:{tmp_path / 'editor.sock'}", "t"))
+    assert asyncio.run(scenario()) == [  # the token found is the one the calls carry
+        (f"unix:{tmp_path / 'my.sock'}", "s3cret", (("authorization", "Bearer s3cret"),)),
+        (f"unix:{tmp_path / 'editor.sock'}", "t", (("authorization", "Bearer t"),))]
+
+
+def test_requests_while_the_daemon_restarts_wait_for_it_and_start_no_other(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    monkeypatch.setenv("NESTLING_TOKEN", "from-env")
+
+    async def scenario():
+        backend = DaemonBackend(str(tmp_path / "none.sock"), None, None, auto_start=True)  # nothing answers there
+        spawned = []
+
+        async def serve(flag, progress, wait_s, begin, verb):  # `nestling serve FLAG`, standing in
+            spawned.append(flag)
+            await asyncio.sleep(3.0)  # (longer than the health check, 1 s at most)
+
+        backend._serve = serve
+        restarting = asyncio.ensure_future(backend.restart())
+        await asyncio.sleep(0.1)  # the old daemon is gone: a request sees no daemon
+        await backend.ensure_ready()
+        await restarting
+        await backend.close()
+        return spawned, backend.client.metadata
+
+    assert asyncio.run(scenario()) == (["--restart"], (("authorization", "Bearer from-env"),))
 
 
 def test_a_broken_config_file_is_the_error_each_request_gets_and_no_daemon_is_started(tmp_path, monkeypatch):

@@ -29,6 +29,13 @@ OLD_ENV = dict(os.environ, XDG_RUNTIME_DIR=str(RUNTIME))
 NEW_ENV = dict(OLD_ENV, PYTHONPATH=os.pathsep.join(filter(None, [str(UPGRADE), os.environ.get("PYTHONPATH")])))
 SERVER = [sys.executable, "-m", "nestling.daemon.cli.main", "lsp", *MODEL_ARGS]
 asked: list[types.ShowMessageRequestParams] = []
+URI = "file:///work/restart_example.py"
+
+
+def request():
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=types.Position(line=1, character=4),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked))
 
 
 def nestling(*args, env):
@@ -57,18 +64,34 @@ async def client(lsp_client: LanguageClient, old_daemon):
         asked.append(params)
         return types.MessageActionItem(title="Restart the daemon")
 
-    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities(),
+                                                               initialization_options={"maxTokens": 4}))
+    lsp_client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=URI, language_id="python", version=1, text="def main():\n    \n")))
     yield
     await lsp_client.shutdown_session()
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_a_daemon_running_other_code_is_restarted_when_the_user_says_so(client: LanguageClient, old_daemon):
+    typed = []  # completions asked for while it restarts: they wait for the new daemon (they had started another)
+
+    async def typing():
+        while len(typed) < 200:
+            if asked:
+                typed.append(asyncio.ensure_future(client.text_document_inline_completion_async(request())))
+            await asyncio.sleep(0.05)
+
+    keystrokes = asyncio.ensure_future(typing())
     for _ in range(600):  # the server asks, then `nestling serve --restart` stops the old daemon and loads the model
         pid = serving_pid(NEW_ENV) if asked else None
         if pid is not None and pid != old_daemon:
             break
         await asyncio.sleep(0.2)
+    keystrokes.cancel()
+    answers = await asyncio.gather(*typed, return_exceptions=True)
+    assert typed and not [a for a in answers if isinstance(a, BaseException)], answers
+    assert not [m for m in client.messages if m.type == types.MessageType.Error], client.messages
     assert asked and "runs code" in asked[0].message and NEW_STAMP in asked[0].message, asked
     assert [a.title for a in asked[0].actions] == ["Restart the daemon", "Not now"]
     assert pid is not None and pid != old_daemon and wait_for_exit(old_daemon)
