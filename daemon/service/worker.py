@@ -54,6 +54,8 @@ class ModelWorker:
         with self._lock:
             for uri, jobs in self._live.items():
                 for older in jobs:
+                    if older.cancel.is_set():  # its client cancelled it (or it was superseded before): counted so
+                        continue
                     if isinstance(older.request, PrefillRequest) or (
                             uri == request.uri and isinstance(request, CompletionRequest)):
                         older.superseded = True

@@ -213,3 +213,22 @@ def test_a_failing_completion_counts_as_an_error(worker):
         worker.submit(completion("file:///a.py")).future.result(5)
     wait_for(lambda: unanswered(worker)["errors"] == 1)
     assert unanswered(worker) == {"superseded": 0, "cancelled": 0, "deadline_exceeded": 0, "errors": 1, "requests": 0}
+
+
+def test_a_completion_its_client_cancelled_is_not_superseded_by_the_next_keystroke(worker):
+    def until_cancelled(request, cancel, on_text, queued_at):
+        worker.service.started.set()
+        if not cancel.wait(2):
+            return CompletionResult()  # (the next request, not cancelled)
+        time.sleep(0.2)  # (still running when the next request comes)
+        raise Superseded(request.uri)
+
+    worker.service.complete = until_cancelled
+    running = worker.submit(completion("file:///a.py"))
+    assert worker.service.started.wait(5)
+    worker.cancel(running)  # the editor cancels, then asks again at once (LSP's $/cancelRequest, then a request)
+    worker.submit(completion("file:///a.py"))
+    with pytest.raises(Superseded):
+        running.future.result(5)
+    wait_for(lambda: unanswered(worker)["cancelled"] == 1)
+    assert unanswered(worker)["superseded"] == 0
