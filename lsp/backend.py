@@ -135,9 +135,19 @@ class DaemonBackend:
         if progress:
             progress("end", "nestling daemon ready" if ok else f"nestling daemon failed to {verb}")
         if not ok:
-            reason = err.decode(errors="replace").strip()[-500:] if not started_ok else \
-                f"it started but does not answer at {self.target}"
+            reason = err.decode(errors="replace").strip()[-500:] if not started_ok else self._not_answering()
             raise BackendError(f"could not {verb} the nestling daemon: {reason}")
+
+    def _not_answering(self) -> str:
+        """Why a daemon that runs does not answer this backend: it listens elsewhere (`serve --socket`), or not yet."""
+        from ..daemon.grpc_api.daemon_lock import DaemonLock
+        from ..daemon.service.config import runtime_dir
+
+        named = DaemonLock(runtime_dir()).socket_named()
+        if named and f"unix:{named}" != self.target:
+            return (f"a nestling daemon runs, but listens on {named}, not on {self.target}: set the language server's "
+                    f"nestling.daemon.socket to it, or restart it (`nestling serve --restart`)")
+        return f"it started but does not answer at {self.target}"
 
     @property
     def can_restart(self) -> bool:

@@ -19,23 +19,19 @@ def add_daemon_options(p, lead: str = "") -> None:
 
 
 def run(args) -> int:
-    import grpc
-
-    from ..grpc_api.client import Client, user_daemon
+    from ..grpc_api.client import user_daemon
 
     address, token = user_daemon(args.socket, args.tcp, args.token)
-    with Client(address, token) as client:
-        state = client.health_state()
-        if state == "serving":
-            try:
-                stats = client.stats()
-            except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
-                message = f"the daemon at {address} answered {exc.code().name}: {exc.details()}"
-                if not args.json:
-                    raise ValueError(message) from None
-                print(json.dumps({"state": state, "address": address, "error": message}, indent=2))
-                return 2
+    state, stats, problem = _ask(address, token)
     pid = _lock_holder() if not args.socket and not args.tcp else None
+    if state != "serving" and pid is not None and (named := _lock_socket()) and f"unix:{named}" != address:
+        address = f"unix:{named}"  # this user's daemon listens on a socket of its own (serve --socket): ask it there
+        state, stats, problem = _ask(address, token)
+    if problem:
+        if not args.json:
+            raise ValueError(problem)
+        print(json.dumps({"state": state, "address": address, "error": problem}, indent=2))
+        return 2
     if state != "serving":
         state, message = _not_serving(state, address, pid)
         print(json.dumps({"state": state, "address": address, "pid": pid, "message": message}, indent=2)
@@ -49,6 +45,30 @@ def run(args) -> int:
         return 0
     print("\n".join(describe(stats, address, pid)))
     return 0
+
+
+def _ask(address: str, token: str | None):
+    """(health state, GetStats or None, a problem or None) of the daemon at `address`."""
+    import grpc
+
+    from ..grpc_api.client import Client
+
+    with Client(address, token) as client:
+        state = client.health_state()
+        if state != "serving":
+            return state, None, None
+        try:
+            return state, client.stats(), None
+        except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
+            return state, None, f"the daemon at {address} answered {exc.code().name}: {exc.details()}"
+
+
+def _lock_socket() -> str | None:
+    """The socket this user's daemon listens on, by its lock."""
+    from ..grpc_api.daemon_lock import DaemonLock
+    from ..service.config import runtime_dir
+
+    return DaemonLock(runtime_dir()).socket_named()
 
 
 def _lock_holder() -> int | None:

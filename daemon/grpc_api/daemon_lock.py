@@ -39,6 +39,14 @@ class DaemonLock:
         if self.handle:
             self.handle.close()
 
+    def socket_named(self) -> str | None:
+        """The socket the lock file names (the daemon holding it listens there; read without locking)."""
+        try:
+            found = re.search(r", socket (.+)$", self.path.read_text().strip())
+        except OSError:
+            return None
+        return found.group(1) if found else None
+
     def holder(self) -> int | None:
         """The pid of the daemon holding the lock, or None when no daemon holds it."""
         if not self.path.exists():

@@ -97,6 +97,20 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
     assert pids[0] != pids[1] and wait_for_exit(pids[1])
 
 
+def test_status_finds_the_daemon_on_the_socket_it_was_started_with(tmp_path, env, model_folder):
+    other = tmp_path / "elsewhere" / "d.sock"
+    started = nestling("serve", "--detach", "--socket", other, "--model", model_folder, "--head", "untrained",
+                       "--dtype", "float32", env=env)
+    assert started.returncode == 0, started.stderr
+    pid = int(re.search(r"pid (\d+)", started.stdout).group(1))
+    try:
+        status = nestling("status", env=env)  # no --socket: the configured one has no daemon, the lock names its own
+        assert status.returncode == 0 and f"(pid {pid}) serving at unix:{other}" in status.stdout, status.stdout
+    finally:
+        stopped = nestling("serve", "--stop", "--wait", 60, env=env)
+    assert stopped.returncode == 0 and wait_for_exit(pid)
+
+
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("max_tokenz = 3\n")
     result = nestling("config", env=env)

@@ -190,3 +190,19 @@ def test_a_daemon_still_loading_its_model_is_waited_for_not_started_again(tmp_pa
     assert texts and texts[0]
     assert reports[0] == ("begin", "the nestling daemon is loading the model") and reports[-1][0] == "end"
     assert not any("starting" in str(message) for _, message in reports)  # no second daemon was started
+
+
+def test_a_daemon_listening_on_another_socket_is_named_where_it_listens(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    from nestling.daemon.service.config import runtime_dir
+
+    runtime_dir().mkdir(parents=True, exist_ok=True)
+    (runtime_dir() / "daemon.lock").write_text(f"pid 4242, socket {tmp_path / 'other.sock'}")  # `serve --socket`
+
+    async def scenario():
+        backend = DaemonBackend(str(tmp_path / "mine.sock"), None, None, auto_start=True)
+        await backend.close()
+        return backend._not_answering()
+
+    said = asyncio.run(scenario())
+    assert f"listens on {tmp_path / 'other.sock'}, not on unix:{tmp_path / 'mine.sock'}" in said
