@@ -101,14 +101,30 @@ def test_multi_line_at_the_top_level_stops_before_the_next_unit_after_a_blank_li
     assert finalize("x = 1\n", ctx("def f():\n    return 1\n\n"), "multi") == "x = 1"
 
 
-def test_at_the_end_of_a_file_an_indentation_the_model_repeats_goes():
+def test_on_a_blank_lines_indentation_more_indentation_the_model_writes_goes_where_no_block_opens():
     c = ctx("function add(a, b) {\n  ", "", brace=True)  # the cursor already indented into the block
     assert finalize("  return a + b;\n}", c, "multi") == "return a + b;"
     assert finalize("return a + b;", c, "multi") == "return a + b;"
+    inside = ctx("function add(a, b) {\n  ", "\n}\n", brace=True)  # text after the cursor too
+    assert finalize("  return a + b;", inside, "multi") == "return a + b;"
+    method = ctx("class P:\n    def __init__(self, y):\n        self.y = y\n\n    ", "")  # a method after the last
+    assert finalize("    def __str__(self):\n            return 'P'", method, "multi") == \
+        "def __str__(self):\n        return 'P'"  # (the lines after the first were written in its frame: they move too)
+    go = ctx("\tfor _, x := range xs {\n\t\tif x < 0 {\n\t\t\t", "\n\t\t}\n\t}\n", brace=True)
+    assert finalize("\tcontinue", go, "multi") == "continue"
+
+
+def test_on_a_blank_lines_indentation_the_model_keeps_the_indentation_of_a_block_opened_above_or_a_hanging_line():
     not_yet = ctx("  if (a) {\n  ", "", brace=True)  # not yet indented into the block: the model's indentation stays
     assert finalize("  return a;", not_yet, "multi") == "  return a;"
-    inside = ctx("function add(a, b) {\n  ", "\n}\n", brace=True)  # text after the cursor: the model had it
-    assert finalize("  return a + b;", inside, "multi") == "  return a + b;"
+    hanging = ctx("total = add(first,\n", "\n")  # (the cursor at the line start: no indentation typed)
+    assert finalize("            second)", hanging, "multi") == "            second)"
+    hanging = ctx("    total = add(first,\n    ", "\n")
+    assert finalize("        second)", hanging, "multi") == "        second)"
+    chained = ctx("    value = (first +\n    ", "\n")
+    assert finalize("    second)", chained, "multi") == "    second)"
+    mid_line = ctx("    x = ", "\n")  # not a blank line
+    assert finalize("  1", mid_line, "single") == "  1"
 
 
 def test_the_rest_of_the_line_written_again_before_a_comment_is_dropped_with_the_comment():
