@@ -59,7 +59,7 @@ def add_parser(sub, add_model_options) -> None:
     background.add_argument("--restart", action="store_true",
                             help="--stop, then --detach: the running daemon (if any) makes way for one with this "
                                  "command's flags and the code installed now")
-    p.add_argument("--wait", type=float, default=600.0,
+    p.add_argument("--wait", type=_seconds, default=600.0,
                    help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit "
                         "(--restart: each)")
     add_model_options(p)
@@ -109,6 +109,20 @@ def run(args) -> int:
         sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def _seconds(text: str) -> float:
+    """--wait's value: a number of seconds above 0."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
 
 
 def said_of_its_setting(message: str, key: str, source: str) -> str:

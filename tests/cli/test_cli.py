@@ -1,6 +1,7 @@
 """The CLI as a user runs it (a subprocess), on a tiny random model folder."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -612,3 +613,9 @@ def test_config_takes_only_what_the_commands_take_and_a_named_file_must_be_there
     env.pop("NESTLING_CONFIG", None)
     result = nestling("config", env=env)  # the default location, missing: the defaults, silently
     assert result.returncode == 0 and result.stderr == "" and "# config file: " in result.stdout
+
+
+@pytest.mark.parametrize("wait", ["0", "-1", "nan", "soon"])
+def test_serve_wait_takes_seconds_above_zero(wait, tmp_path):
+    result = nestling("serve", "--stop", "--wait", wait, env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path)))
+    assert result.returncode == 2 and "argument --wait:" in result.stderr and "draining" not in result.stdout
