@@ -100,6 +100,10 @@ def resolve_dtype(device: torch.device, requested: str | None = None) -> torch.d
                  "float16": torch.float16, "fp16": torch.float16}
         if requested not in names:
             raise ModelLoadError(f"unknown dtype {requested!r} (use float32, bfloat16 or float16)")
+        if names[requested] == torch.float16 and device.type == "cpu":  # (its products run in software there)
+            raise ModelLoadError("float16 is for GPUs: on a CPU its matrix products are many times slower than "
+                                 "bfloat16's (the cost profile of the default model did not finish in 200 s, against "
+                                 "~20 s); use bfloat16, or float32")
         return names[requested]
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

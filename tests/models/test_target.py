@@ -111,3 +111,14 @@ def test_a_tokenizer_with_ids_past_the_embeddings_belongs_to_another_model(tmp_p
     assert _load_tokenizer(folder, 100_000)("x")["input_ids"]
     with pytest.raises(ModelLoadError, match="the tokenizer has token id .* but the model only 10 embeddings"):
         _load_tokenizer(folder, 10)
+
+
+def test_float16_on_a_cpu_is_refused_with_what_to_use():
+    import torch
+
+    from nestling.daemon.models.errors import ModelLoadError
+    from nestling.daemon.models.target import resolve_dtype
+
+    with pytest.raises(ModelLoadError, match="float16 is for GPUs.*use bfloat16, or float32"):
+        resolve_dtype(torch.device("cpu"), "float16")
+    assert resolve_dtype(torch.device("cpu"), "bfloat16") == torch.bfloat16
