@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 
-from ..service.config import config_path, load_config
+from ..service.config import TOKEN_VARIABLE, config_path, load_config
 from .serve import settings_from
 
 
@@ -18,14 +19,31 @@ def add_parser(sub, add_model_options) -> None:
 
 
 def run(args) -> int:
-    config, sources = load_config(settings_from(args), named_file_must_exist=True)
+    settings = settings_from(args)
+    if os.environ.get(TOKEN_VARIABLE):  # (as `serve` and the clients take it)
+        settings["token"] = os.environ[TOKEN_VARIABLE]
+    config, sources = load_config(settings, named_file_must_exist=True)
+    if os.environ.get(TOKEN_VARIABLE):
+        sources["token"] = f"${TOKEN_VARIABLE}"
     values = config.to_dict()
     if args.json:
         print(json.dumps({"file": str(config_path()), "settings": values, "sources": sources}, indent=2))
         return 0
-    print(f"# config file: {config_path()}")
+    path = config_path()
+    print(f"# config file: {path}{'' if path.is_file() else ' (none there: the defaults)'}")
+    print("# (as config.toml lines; a setting not set is commented out)")
     width = max(map(len, values))
     for key, value in values.items():
-        shown = "***" if key == "token" and value else value
-        print(f"{key:<{width}} = {shown!r:<40} # {sources[key]}")
+        shown = '"***"' if key == "token" and value else toml_value(value)
+        line = f"{key:<{width}} = {shown}" if value is not None else f"# {key:<{width - 2}} = (not set)"
+        print(f"{line:<{width + 44}} # {sources[key]}")
     return 0
+
+
+def toml_value(value) -> str:
+    """`value` as TOML writes it (a string quoted, a boolean lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value))

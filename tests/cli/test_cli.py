@@ -619,3 +619,19 @@ def test_config_takes_only_what_the_commands_take_and_a_named_file_must_be_there
 def test_serve_wait_takes_seconds_above_zero(wait, tmp_path):
     result = nestling("serve", "--stop", "--wait", wait, env=dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path)))
     assert result.returncode == 2 and "argument --wait:" in result.stderr and "draining" not in result.stdout
+
+
+def test_config_prints_lines_a_config_file_takes_and_the_token_from_the_environment(tmp_path):
+    import tomllib
+
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "home"), NESTLING_TOKEN="from-env")
+    env.pop("NESTLING_CONFIG", None)
+    result = nestling("config", "--max-tokens", 32, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "(none there: the defaults)" in result.stdout.splitlines()[0]
+    settings = tomllib.loads(result.stdout)  # pasted into config.toml as it is
+    assert settings["max_tokens"] == 32 and settings["draft_gate"] is True and settings["mode"] == "spec"
+    assert settings["token"] == "***" and "model" not in settings  # (the token masked; a setting not set is a comment)
+    token_line = next(line for line in result.stdout.splitlines() if line.startswith("token"))
+    assert token_line.endswith("# $NESTLING_TOKEN")
+    assert "from-env" not in result.stdout
