@@ -246,10 +246,11 @@ class EmbeddedBackend:
             if progress:
                 progress("report", "measuring the verification cost (once per model and device)")
             await asyncio.to_thread(lambda: runtime.profile)  # as the daemon does: not on the first keystroke
-        except (ModelLoadError, ValueError, OSError) as exc:  # kept: every later request says the same
+        except (ModelLoadError, ValueError, OSError, BackendError) as exc:  # kept: every later request says the same
             if progress:
                 progress("end", "the model failed to load")
-            raise BackendError(f"the model could not be loaded: {exc}") from None
+            raise (exc if isinstance(exc, BackendError) else BackendError(f"the model could not be loaded: {exc}")) \
+                from None
         self.service = CompletionService(runtime, self._config or ServiceConfig())
         self.worker = ModelWorker(self.service, ServiceStats())
         if progress:

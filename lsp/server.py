@@ -70,6 +70,9 @@ class NestlingLanguageServer(LanguageServer):
                 # no callback on its creation, which pygls logged as an ERROR when a shutdown cancelled it
                 created = self.protocol.send_request(types.WINDOW_WORK_DONE_PROGRESS_CREATE,
                                                      types.WorkDoneProgressCreateParams(token=token))
+            if created is not None and not created.done() and phase == "end":  # (a load that failed at once)
+                created.add_done_callback(lambda done: done.cancelled() or done.exception() or report(phase, message))
+                return
             if created is None or (not created.done() and phase != "begin"):
                 return
             if phase == "begin":

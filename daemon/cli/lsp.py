@@ -53,7 +53,9 @@ def _embedded_engine(args):
         problem = str(exc)
 
         def fail():
-            raise ValueError(problem)
+            from ...lsp.backend import BackendError
+
+            raise BackendError(f"nestling could not start: {problem}")
         return fail, None
     return (lambda: load_runtime(config.model, config.head, config.device, config.dtype, progress=False,
                                  static_shapes=config.static_shapes, draft_gate=config.draft_gate,
