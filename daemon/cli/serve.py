@@ -84,7 +84,15 @@ def run(args) -> int:
         return stop(args.wait) or detach(args, config)
     if args.detach:
         return detach(args, config)
-    from ..grpc_api.server import DaemonError, serve
+    from ..grpc_api.addresses import take_lock
+    from ..grpc_api.daemon_lock import DaemonError
+
+    try:
+        lock = take_lock(config.socket_path)  # before the libraries load (seconds): `--stop` and `status` see us start
+    except DaemonError as exc:
+        print(f"nestling serve: error: {exc}", file=sys.stderr)
+        return 2
+    from ..grpc_api.server import serve
     from ..models.errors import HeadLoadError, ModelLoadError
     from ..runtime import load_runtime
 
@@ -99,7 +107,7 @@ def run(args) -> int:
             raise type(exc)(said_of_its_setting(str(exc), key, sources.get(key, ""))) from exc
 
     try:
-        load_abandoned = asyncio.run(serve(config, load))
+        load_abandoned = asyncio.run(serve(config, load, lock=lock))
     except DaemonError as exc:
         print(f"nestling serve: error: {exc}", file=sys.stderr)
         return 2

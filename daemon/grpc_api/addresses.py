@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from .daemon_lock import DaemonError
+from .daemon_lock import DaemonError, DaemonLock
 
 MAX_SOCKET_PATH_BYTES = 107  # sun_path holds 108 bytes on Linux, the last a NUL
 
@@ -80,3 +80,17 @@ def secure_folder(folder: Path) -> None:
         raise DaemonError(f"the runtime folder {folder} belongs to another user (uid {info.st_uid}); nestling will not "
                           f"put its socket there: remove it, or set XDG_RUNTIME_DIR")
     os.chmod(folder, 0o700)
+
+
+def take_lock(socket_path: Path) -> DaemonLock:
+    """This user's daemon lock in the runtime folder, naming our pid and `socket_path` (a DaemonError where another
+    daemon holds it, or the folder or path is not safe). Light: `serve` takes it before the libraries load, so that
+    `serve --stop` and `status` see a daemon that is starting."""
+    from ..service.config import runtime_dir
+
+    folder = runtime_dir()
+    secure_folder(folder)
+    check_socket_path(socket_path)
+    lock = DaemonLock(folder)
+    lock.acquire(socket_path)
+    return lock

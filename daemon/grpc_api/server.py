@@ -22,10 +22,10 @@ from ...proto import completion_pb2_grpc as pb_grpc
 from ..code_stamp import code_stamp as current_code_stamp
 from ..log_levels import NOTICE
 from ..service.completion import CompletionService
-from ..service.config import ServiceConfig, runtime_dir
+from ..service.config import ServiceConfig
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
-from .addresses import check_socket_path, check_tcp_address, secure_folder
+from .addresses import check_tcp_address, take_lock
 from .daemon_lock import DaemonError, DaemonLock  # noqa: F401  (DaemonError: what serve() raises)
 from .errors import ErrorInterceptor
 from .servicer import CompletionServicer
@@ -69,16 +69,14 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None) -> bool:
+async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asyncio.Event | None = None,
+                lock: DaemonLock | None = None) -> bool:
     """Run the daemon until SIGTERM/SIGINT (or `stop` is set). `load_runtime()` builds the engine, off the
     event loop; `on_ready(daemon)` is called once it serves. Returns whether it stopped before the model had loaded:
-    the load then goes on in a daemon thread that nothing waits for (a process should exit without joining it)."""
+    the load then goes on in a daemon thread that nothing waits for (a process should exit without joining it).
+    `lock`: this user's daemon lock, taken already (take_lock); else serve takes it."""
     socket_path = config.socket_path
-    folder = runtime_dir()
-    secure_folder(folder)
-    check_socket_path(socket_path)
-    lock = DaemonLock(folder)
-    lock.acquire(socket_path)
+    lock = lock or take_lock(socket_path)
     tcp = check_tcp_address(config.tcp, config.allow_remote, config.token) if config.tcp else None
     daemon = Daemon(config)
     server = grpc.aio.server(interceptors=[ErrorInterceptor(config.token)], options=[

@@ -8,6 +8,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 
 import grpc
 import pytest
@@ -109,6 +110,32 @@ def test_status_finds_the_daemon_on_the_socket_it_was_started_with(tmp_path, env
     finally:
         stopped = nestling("serve", "--stop", "--wait", 60, env=env)
     assert stopped.returncode == 0 and wait_for_exit(pid)
+
+
+def test_a_daemon_still_starting_is_seen_and_stopped(tmp_path, env, model_folder):
+    from nestling.daemon.grpc_api.daemon_lock import DaemonLock
+
+    socket = tmp_path / "xdg" / "nestling" / "daemon.sock"
+    process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", "serve", "--model", model_folder,
+                                "--head", "untrained", "--dtype", "float32"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lock = DaemonLock(tmp_path / "xdg" / "nestling")
+        for _ in range(3000):
+            if lock.path.exists() and lock.holder() == process.pid:
+                break
+            assert process.poll() is None
+            time.sleep(0.01)
+        assert not socket.exists()  # the lock is taken before the libraries load, the socket bound after
+        status = nestling("status", env=env)
+        assert status.returncode == 1 and f"(pid {process.pid}) is running" in status.stdout, status.stdout
+        stopped = nestling("serve", "--stop", "--wait", 60, env=env)
+        assert stopped.returncode == 0 and f"pid {process.pid}) stopped" in stopped.stdout, (stopped.stdout,
+                                                                                            stopped.stderr)
+        assert process.wait(60) is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
