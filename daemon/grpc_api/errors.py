@@ -49,7 +49,9 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             return None
         if self.token and not details.method.startswith(("/grpc.health.", "/grpc.reflection.")):
             metadata = dict(details.invocation_metadata or ())
-            if not hmac.compare_digest(metadata.get("authorization", ""), f"Bearer {self.token}"):
+            scheme, _, given = metadata.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self.token.encode()):  # (RFC 7235:
+                # the scheme's case does not matter)
                 return _reject(handler, grpc.StatusCode.UNAUTHENTICATED, "a valid 'authorization: Bearer' token is required")
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(_guard_unary(handler.unary_unary),
