@@ -97,6 +97,8 @@ def run(args) -> int:
     from ..runtime import load_runtime
 
     logging.getLogger().setLevel(LOG_LEVELS[config.log_level])
+    for handler in logging.getLogger().handlers:  # a daemon's log (daemon.log with --detach) says when
+        handler.setFormatter(logging.Formatter("%(asctime)s nestling: %(levelname)s: %(message)s"))
     def load():
         try:
             return load_runtime(config.model, config.head, config.device, config.dtype,

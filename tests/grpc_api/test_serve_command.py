@@ -77,6 +77,7 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
     assert not socket.exists()
     log = (tmp_path / "xdg" / "nestling" / "daemon.log").read_text()  # the lifecycle at the default level, not warnings
     assert "NOTICE: nestling daemon ready: " in log and "(float32); head untrained" in log
+    assert re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ nestling: NOTICE: nestling daemon ready", log, re.M)  # when
     assert "NOTICE: nestling daemon shutting down" in log and "WARNING: nestling daemon" not in log
     again = nestling("serve", "--stop", env=env)
     assert again.returncode == 0 and "no nestling daemon is running" in again.stdout
