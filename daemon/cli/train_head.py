@@ -77,10 +77,6 @@ def add_parser(sub, add_model_options) -> None:
 
 
 def run(args) -> int:
-    from ..models.target import load_target
-    from ..training.pipeline import run_training
-    from ..training.stopping import TrainingStopped
-
     if args.head is not None:
         raise ValueError("train-head trains a head and drafts with none: drop --head (--init-head DIR starts the "
                          "training from a trained head)")
@@ -89,12 +85,29 @@ def run(args) -> int:
     check_settings(data, train)
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a folder")
+    made = []  # folders this run made: gone again if it fails before writing anything in them
     for flag, folder in (("--out", args.out), ("--cache-dir", data.cache_dir)):
         try:  # before the model loads and hours of work begin, not when the first file is written
-            if folder is not None:
-                Path(folder).mkdir(parents=True, exist_ok=True)
+            if folder is not None and not Path(folder).exists():
+                made += [Path(folder)] + [parent for parent in Path(folder).parents if not parent.exists()]
+                Path(folder).mkdir(parents=True)
         except OSError as exc:
             raise ValueError(f"{flag} {folder}: cannot make that folder ({exc.strerror or exc})") from None
+    try:
+        return _train(args, data, train)
+    except BaseException:
+        for folder in made:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def _train(args, data, train) -> int:
+    """The training run for `train-head` (its folders made)."""
+    from ..models.target import load_target
+    from ..training.pipeline import run_training
+    from ..training.stopping import TrainingStopped
+
     if train.max_steps == 0:
         print(f"nestling train-head: --max-steps 0: distilling into {data.cache_dir} and scoring the starting head "
               "only; no training steps", file=sys.stderr)
