@@ -53,6 +53,9 @@ class TokenError(BackendError):
 Progress = Callable[[str, str | None], None]  # (phase: begin|report|end, message)
 
 
+START_RETRY_S = 30.0  # after a failed start of the daemon, requests get its error for this long before another try
+
+
 class DaemonBackend:
     """Talks to the user's daemon; starts it when none answers, and reconnects if it restarts."""
 
@@ -68,6 +71,7 @@ class DaemonBackend:
         self.serve_args = list(serve_args)  # extra `nestling serve` flags for an auto-started daemon
         self.client = AsyncClient(self.target, self.token)  # (the token found: the editor's, $NESTLING_TOKEN's or the file's)
         self._starting: asyncio.Task | None = None
+        self._start_failed: tuple[float, BackendError] | None = None  # when the last start failed, and how
 
     async def close(self) -> None:
         await self.client.close()
@@ -80,6 +84,8 @@ class DaemonBackend:
             return
         if state == "absent" and not self.auto_start:
             raise BackendError(f"no nestling daemon at {self.target}; start one with `nestling serve --detach`")
+        if state == "absent" and self._start_failed and time.monotonic() - self._start_failed[0] < START_RETRY_S:
+            raise self._start_failed[1]  # (each try costs seconds of CPU: a broken setting fails them all alike)
         if self._starting is None or self._starting.done():  # one start (or wait) for every request that asks
             work = self._start(progress, wait_s) if state == "absent" else self._await_load(progress, wait_s)
             self._starting = asyncio.ensure_future(work)
@@ -97,7 +103,13 @@ class DaemonBackend:
                                f"({'it stopped' if state == 'absent' else f'still loading after {wait_s:.0f} s'})")
 
     async def _start(self, progress: Progress | None, wait_s: float) -> None:
-        await self._serve("--detach", progress, wait_s, "starting the nestling daemon and loading the model", "start")
+        try:
+            await self._serve("--detach", progress, wait_s, "starting the nestling daemon and loading the model",
+                              "start")
+        except BackendError as exc:
+            self._start_failed = (time.monotonic(), exc)
+            raise
+        self._start_failed = None
 
     async def restart(self, progress: Progress | None = None, wait_s: float = 900.0) -> None:
         """`nestling serve --restart`: the running daemon makes way for one that runs the code installed now. Requests

@@ -136,11 +136,11 @@ def test_the_embedded_engine_runs_with_the_config_files_settings_under_the_flags
         ("ar", "untrained", 16, "float32")
     config.write_text("mode = 3\n")
     load, _ = _embedded_engine(flags)
-    with pytest.raises(ValueError, match="setting mode must be one of"):
+    with pytest.raises(BackendError, match="nestling could not start: .*setting mode must be one of"):
         load()
     config.unlink()  # the file $NESTLING_CONFIG names is gone: said, not the defaults in silence
     load, _ = _embedded_engine(flags)
-    with pytest.raises(ValueError, match=r"config.toml: no such file \(\$NESTLING_CONFIG names it"):
+    with pytest.raises(BackendError, match=r"config.toml: no such file \(\$NESTLING_CONFIG names it"):
         load()
 
 
@@ -206,3 +206,32 @@ def test_a_daemon_listening_on_another_socket_is_named_where_it_listens(tmp_path
 
     said = asyncio.run(scenario())
     assert f"listens on {tmp_path / 'other.sock'}, not on unix:{tmp_path / 'mine.sock'}" in said
+
+
+@pytest.mark.parametrize("retry_s,starts", [(30.0, 1), (0.0, 3)])
+def test_a_failed_start_is_the_answer_for_a_while_not_tried_again_at_each_request(tmp_path, monkeypatch, retry_s,
+                                                                                 starts):
+    from nestling.lsp import backend as backends
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    monkeypatch.setattr(backends, "START_RETRY_S", retry_s)
+
+    async def scenario():
+        backend = DaemonBackend(str(tmp_path / "none.sock"), None, None, auto_start=True)
+        spawned, errors = [], []
+
+        async def serve(flag, progress, wait_s, begin, verb):  # `nestling serve --detach` failing, standing in
+            spawned.append(flag)
+            raise BackendError("could not start the nestling daemon: bad model")
+
+        backend._serve = serve
+        for _ in range(3):
+            try:
+                await backend.ensure_ready()
+            except BackendError as exc:
+                errors.append(str(exc))
+        await backend.close()
+        return spawned, errors
+
+    spawned, errors = asyncio.run(scenario())
+    assert len(spawned) == starts and errors == ["could not start the nestling daemon: bad model"] * 3
