@@ -90,6 +90,8 @@ def read_source(path: Path) -> str:
 def run(args) -> int:
     if args.max_tokens < 1:
         raise ValueError("--max-tokens must be at least 1")
+    if any(not stop for stop in args.stop):
+        raise ValueError("--stop takes a non-empty string (an empty one would end every completion at once)")
     check_sampling_flags(args)
     text = read_source(args.file)
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)

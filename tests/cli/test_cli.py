@@ -643,3 +643,8 @@ def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path,
                       "--corpus", tmp_path / "corpus", "--model", model_dir, "--dtype", "float32")
     assert result.returncode == 2 and "the training corpus is empty" in result.stderr, result.stderr
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_complete_refuses_an_empty_stop_string_as_the_daemon_does(source):
+    result = nestling("complete", source, "--line", 5, "--col", 5, "--stop", "")
+    assert result.returncode == 2 and "--stop takes a non-empty string" in result.stderr
