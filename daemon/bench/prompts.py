@@ -116,5 +116,6 @@ def collect(sources: list[Path], per_file: int, limit: int | None) -> list[Bench
     for path in (s for s in sources if s.suffix == ".jsonl"):
         prompts += load_jsonl(path)
     if not prompts:
-        raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources)))
+        raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources)) + " (a position in a source "
+                         "file needs 8 lines above it, on a line of 8 characters or more)")
     return prompts[:limit] if limit else prompts
