@@ -84,11 +84,13 @@ class DaemonBackend:
             return
         if state == "absent" and not self.auto_start:
             raise BackendError(f"no nestling daemon at {self.target}; start one with `nestling serve --detach`")
+        if self._starting is not None and not self._starting.done():  # a start (or restart) is under way: wait for it
+            await asyncio.shield(self._starting)
+            return
         if state == "absent" and self._start_failed and time.monotonic() - self._start_failed[0] < START_RETRY_S:
             raise self._start_failed[1]  # (each try costs seconds of CPU: a broken setting fails them all alike)
-        if self._starting is None or self._starting.done():  # one start (or wait) for every request that asks
-            work = self._start(progress, wait_s) if state == "absent" else self._await_load(progress, wait_s)
-            self._starting = asyncio.ensure_future(work)
+        work = self._start(progress, wait_s) if state == "absent" else self._await_load(progress, wait_s)
+        self._starting = asyncio.ensure_future(work)  # one start (or wait) for every request that asks
         await asyncio.shield(self._starting)
 
     async def _await_load(self, progress: Progress | None, wait_s: float) -> None:
@@ -115,7 +117,11 @@ class DaemonBackend:
         """`nestling serve --restart`: the running daemon makes way for one that runs the code installed now. Requests
         meanwhile wait for it as for a start (they had seen no daemon and started another beside it)."""
         if self._starting is not None and not self._starting.done():
-            await asyncio.shield(self._starting)
+            try:
+                await asyncio.shield(self._starting)
+            except BackendError:
+                pass  # (the restart below is a new try)
+        self._start_failed = None
         self._starting = asyncio.ensure_future(
             self._serve("--restart", progress, wait_s, "restarting the nestling daemon", "restart"))
         await asyncio.shield(self._starting)

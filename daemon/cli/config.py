@@ -26,6 +26,8 @@ def run(args) -> int:
     if os.environ.get(TOKEN_VARIABLE):
         sources["token"] = f"${TOKEN_VARIABLE}"
     values = config.to_dict()
+    if values.get("token"):
+        values["token"] = "***"  # (shown to be set, never written out)
     if args.json:
         print(json.dumps({"file": str(config_path()), "settings": values, "sources": sources}, indent=2))
         return 0
@@ -34,7 +36,7 @@ def run(args) -> int:
     print("# (as config.toml lines; a setting not set is commented out)")
     width = max(map(len, values))
     for key, value in values.items():
-        shown = '"***"' if key == "token" and value else toml_value(value)
+        shown = toml_value(value)
         line = f"{key:<{width}} = {shown}" if value is not None else f"# {key:<{width - 2}} = (not set)"
         print(f"{line:<{width + 44}} # {sources[key]}")
     return 0

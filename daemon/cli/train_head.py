@@ -96,7 +96,7 @@ def run(args) -> int:
     try:
         return _train(args, data, train)
     except BaseException:
-        for folder in made:
+        for folder in sorted(made, key=lambda made_folder: len(made_folder.parts), reverse=True):  # the deepest first
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise

@@ -37,6 +37,7 @@ class Region(str, Enum):
 
 PLACEHOLDER = "x"  # a name, as if typed at a cursor where the code does not parse yet (a valid identifier everywhere)
 TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with a line tail typed, together; past it the region found so far stands
+HURRIED_SKIPS = 8  # after typed lines ran out of budget where a capture held the line: lookups without them
 READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
 
 
@@ -48,6 +49,7 @@ class SyntaxDocument:
         self.text = text
         self._bytes = text.encode("utf-8")
         self._parser = self._query = self._tree = None
+        self._hurried_skips = 0  # lookups left before typed lines are tried again for a line a capture holds
         if language is not None:
             try:
                 from tree_sitter import Parser
@@ -108,7 +110,7 @@ class SyntaxDocument:
                 region = self._region_on_indented_blank_line(cursor)
             if region is Region.NEUTRAL:
                 return self._region_as_if_typed(cursor)
-            if not self._line_parses(cursor):
+            if not self._line_parses(cursor) and self._hurried_turn():
                 # the capture holding an unfinished line is the one its error landed in (`    def ¦` between two
                 # methods: the class body, logic): the line as if typed says better, when that fits the budget
                 typed = self._region_as_if_typed(cursor, hurried=True)
@@ -132,6 +134,14 @@ class SyntaxDocument:
         return self._region_at_byte(before, lambda node: self._indent_of_line_at(node.start_byte) < column) \
             if before else Region.NEUTRAL
 
+    def _hurried_turn(self) -> bool:
+        """Whether to try the typed lines for a line a capture holds: not for the next HURRIED_SKIPS lookups after
+        such a try ran out of budget (in a long file the reparses rarely fit in it: ~2 ms a keystroke for nothing)."""
+        if self._hurried_skips > 0:
+            self._hurried_skips -= 1
+            return False
+        return True
+
     def _line_parses(self, cursor: int) -> bool:
         """Whether the cursor's line up to the cursor holds no syntax error, nor the innermost construct around the
         cursor that starts on the line (`async def ¦`'s error lies in the next line, which it took for its name)."""
@@ -145,7 +155,8 @@ class SyntaxDocument:
         lines that parses, else the first that gives a region (each a reparse of a copy of the tree). The tails'
         reparses share TYPED_REPARSES_BUDGET_S; past it the region found so far stands. `hurried` (the cursor has a
         region already, from a capture that may not say what the line is): the budget covers every reparse, and
-        only a line that parses gives a region (else neutral)."""
+        only a line that parses gives a region (else neutral); so on a stalled CPU the capture's region can stand
+        where an idle one finds the typed line's (a region shapes the draft tree, never the output)."""
         line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
@@ -160,6 +171,7 @@ class SyntaxDocument:
             typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
             tree = self._typed_tree(cursor, text, typed_bytes, deadline)
             if tree is None:
+                self._hurried_skips = HURRIED_SKIPS if hurried else self._hurried_skips
                 break
             region = self._region_at_byte(cursor + len(name), tree=tree, size=len(typed_bytes))
             if _line_fits(tree, line_start, cursor + len(text), typed_bytes):

@@ -49,7 +49,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             return None
         if self.token and not details.method.startswith(("/grpc.health.", "/grpc.reflection.")):
             metadata = dict(details.invocation_metadata or ())
-            scheme, _, given = metadata.get("authorization", "").partition(" ")
+            scheme, given = (metadata.get("authorization", "").split(None, 1) + ["", ""])[:2]
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), self.token.encode()):  # (RFC 7235:
                 # the scheme's case does not matter)
                 return _reject(handler, grpc.StatusCode.UNAUTHENTICATED, "a valid 'authorization: Bearer' token is required")

@@ -44,8 +44,9 @@ def resolve_device(requested: str | None = None) -> torch.device:
 
 # CPU flags that decide how fast the target's matmuls run (and so the verification cost curve).
 MATMUL_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16",
-                "amx_fp16", "bf16", "asimd", "sve", "i8mm")
+                "amx_fp16", "bf16", "asimd", "asimdhp", "sve", "i8mm")
 BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+FLOAT16_FLAGS = ("avx512_fp16", "amx_fp16", "asimdhp")  # float16 arithmetic in hardware (x86; Arm's half precision)
 
 
 def _cpuinfo_lines(cpuinfo: Path) -> list[str]:
@@ -76,6 +77,13 @@ def kernel_settings() -> tuple[str, ...]:
     return tuple(f"{name}={os.environ[name]}" for name in KERNEL_SETTINGS if name in os.environ)
 
 
+def cpu_supports_float16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU has float16 arithmetic (AVX512-FP16 or AMX-FP16 on x86, Arm's half-precision SIMD)."""
+    if not cpuinfo.exists():
+        return platform.machine() == "arm64"  # Apple silicon
+    return any(flag in FLOAT16_FLAGS for flag in cpu_features(cpuinfo))
+
+
 def cpu_supports_bfloat16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """True when the CPU has native bfloat16 arithmetic (AVX512-BF16 or AMX on x86, or Arm BF16)."""
     if not cpuinfo.exists():
@@ -100,10 +108,11 @@ def resolve_dtype(device: torch.device, requested: str | None = None) -> torch.d
                  "float16": torch.float16, "fp16": torch.float16}
         if requested not in names:
             raise ModelLoadError(f"unknown dtype {requested!r} (use float32, bfloat16 or float16)")
-        if names[requested] == torch.float16 and device.type == "cpu":  # (its products run in software there)
-            raise ModelLoadError("float16 is for GPUs: on a CPU its matrix products are many times slower than "
-                                 "bfloat16's (the cost profile of the default model did not finish in 200 s, against "
-                                 "~20 s); use bfloat16, or float32")
+        if names[requested] == torch.float16 and device.type == "cpu" and not cpu_supports_float16():
+            raise ModelLoadError("float16 needs a GPU or a CPU with float16 arithmetic, which this one lacks: its "
+                                 "products run many times slower (the default model's cost profile did not finish in "
+                                 f"200 s, against ~20 s); use {'bfloat16, or ' if cpu_supports_bfloat16() else ''}"
+                                 "float32")
         return names[requested]
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

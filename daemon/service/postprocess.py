@@ -137,35 +137,52 @@ def _drop_overlap(text: str, ctx: CursorContext) -> str:
     return "\n".join(lines)
 
 
-CONTINUATION_ENDS = (",", "\\", "+", "-", "*", "/", "%", "|", "&", "=", ".", "?", " and", " or", " not")  # (a hanging line)
+CONTINUATION_ENDS = ("\\", "+", "-", "*", "/", "%", "|", "&", "=", ".", "?", " and", " or", " not")  # an
+# operator ends the line: the expression goes on in the next, hanging (not `i++` or `i--`, which end a statement)
+CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "<<", ">>", "+", "-", "*", "/", "|", "and ", "or ")  # a line that
+# goes on with the expression above (a method chain, `<<` in C++, an operator first)
+BRACELESS_BODY = re.compile(r"(^|[\s}])(else|do)$|^\s*(}\s*else\s+)?(if|for|while)\b.*\)$")  # C/JS/Java: the next line
+COMMENT_AT_END = {True: re.compile(r"(^|\s)//[^'\"`]*$"), False: re.compile(r"(^|\s)#[^'\"]*$")}  # brace language or
+# not: a comment that ends a line (or is all of it; no quote after its start)
 
 
 def _without_extra_indent(text: str, ctx: CursorContext) -> str:
-    """On a blank line's indentation (the editor's auto-indent), the model often writes more indentation: a level
-    again (`    def __str__` after `    `: the method nested in the one above), one a block would have if the line above
-    opened one. Where it does not (that line opens no block at or below the cursor's indentation, nor goes on in the
-    next), the first line's extra indentation goes, and so does the same indentation from the lines after it, which
-    the model wrote in that frame. Measured on 48 blank lines of the held-out files (BENCHMARKS.md, "Indentation on
-    a blank line"), greedy: 9 first lines were over-indented so."""
-    indent, first = ctx.line_before, text.split("\n", 1)[0]
+    """On a blank line's indentation (the editor's auto-indent) the model often writes more indentation: a level again
+    (`    def __str__` after `    `, the method nested in the one above), the level a block would have if the line
+    above opened one. Where that line opens no block at or below the cursor's indentation and no expression hangs
+    from it, the first line's extra indentation goes; the lines after it keep theirs, unless they were all written
+    deeper, in the first line's frame (a sibling at its level, a block's body deeper than it), where they move with
+    it. Comments and strings keep what the model wrote. Measured on blank lines of the held-out files (BENCHMARKS.md,
+    "Indentation on a blank line"): the first line's indentation was right in 80 of 96 before, 94 after."""
+    indent, lines = ctx.line_before, text.split("\n")
+    first = lines[0]
     extra = first[: len(first) - len(first.lstrip(" \t"))]
-    if not (indent and not indent.strip() and not ctx.line_after.strip() and extra and first.strip()):
+    if not (indent and not indent.strip() and not ctx.line_after.strip() and extra and first.strip()) or \
+            ctx.region in (Region.COMMENT, Region.STRING):
         return text
-    previous = ctx.previous_line.rstrip()
-    if previous.endswith(BLOCK_OPENERS) and _indent(previous) >= len(indent):
+    previous = COMMENT_AT_END[ctx.brace_language].sub("", ctx.previous_line.rstrip()).rstrip()
+    opens = previous.endswith(BLOCK_OPENERS if ctx.brace_language else BLOCK_OPENERS + ("{",)) or \
+        (ctx.brace_language and bool(BRACELESS_BODY.search(previous)))
+    if opens and _indent(previous) >= len(indent):
         return text  # a block opens above and the cursor is not in it yet: its body is deeper, as the model wrote
-    if previous.endswith(CONTINUATION_ENDS) or _open_brackets(previous[:-1] if previous.endswith(BLOCK_OPENERS)
-                                                              else previous):
-        return text  # the line above goes on here (a bracket left open before its end): a hanging indentation
-    lines = text.split("\n")
-    return "\n".join([lines[0][len(extra):]] + [line[len(extra):] if line.startswith(extra) else line
-                                                 for line in lines[1:]])
+    if _hangs(previous, ctx.brace_language) or first.lstrip().startswith(CONTINUATION_STARTS):
+        return text  # an expression goes on from the line above: a hanging indentation is the model's to choose
+    later = [line for line in lines[1:] if line.strip()]
+    depth = len(indent) + len(extra)  # where the model put its first line
+    in_its_frame = bool(later) and all(_indent(line) >= depth for line in later) and not (
+        first.rstrip().endswith(BLOCK_OPENERS) and _indent(later[0]) <= depth)  # (a body is deeper than its opener)
+    return "\n".join([first[len(extra):]] + [line[len(extra):] if in_its_frame and line.startswith(extra) else line
+                                             for line in lines[1:]])
 
 
-def _open_brackets(line: str) -> bool:
-    """Whether `line` leaves a bracket open (quotes are not looked into)."""
+def _hangs(line: str, brace_language: bool) -> bool:
+    """Whether an expression goes on after `line`: it ends with an operator, or leaves a bracket open (a bracket that
+    ends it opens a block in a brace language, and a Python `{` a literal that hangs too)."""
+    if line.endswith(CONTINUATION_ENDS) and not line.endswith(("++", "--")):
+        return True
+    body = line[:-1] if line.endswith(("{", "=>", "->")) and brace_language else line
     depth = 0
-    for char in line:
+    for char in body:
         depth += char in "([{"
         depth -= char in ")]}"
     return depth > 0

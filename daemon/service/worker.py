@@ -35,6 +35,7 @@ class Job:
     started: bool = False  # the worker took it up (set under the worker's lock; until then a newer job answers it)
     number: int = 0
     then: list[PrefillRequest] = field(default_factory=list)  # prefills ahead to queue after this one, while nothing else waits
+    cancelled_at: float | None = None  # time.monotonic() when its client cancelled it (ModelWorker.cancel)
 
 
 class ModelWorker:
@@ -68,6 +69,7 @@ class ModelWorker:
 
     def cancel(self, job: Job) -> None:
         """The client went away: stop the job (a no-op once it finished)."""
+        job.cancelled_at = job.cancelled_at or time.monotonic()
         job.cancel.set()
 
     def stop(self, timeout: float | None = 30.0) -> None:
@@ -133,7 +135,7 @@ class ModelWorker:
         deadline = job.request.deadline
         if job.superseded:
             self.stats.record_superseded()
-        elif deadline is not None and time.monotonic() >= deadline:
+        elif deadline is not None and (job.cancelled_at or time.monotonic()) >= deadline:  # (as of the client's cancel)
             self.stats.record_deadline_exceeded()
         else:
             self.stats.record_cancelled()

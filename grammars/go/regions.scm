@@ -9,8 +9,8 @@
 (method_declaration name: (field_identifier) @boilerplate)
 (method_declaration result: (_) @boilerplate)
 (type_declaration) @boilerplate
-; a package's constants: tables of names and values (iota enumerations)
-(const_declaration) @boilerplate
+; a package's constants: tables of names and values (iota enumerations); a function's are logic (its block)
+(source_file (const_declaration) @boilerplate)
 (literal_value) @boilerplate
 (expression_case value: (_) @boilerplate)
 (block "}" @boilerplate)

@@ -635,14 +635,17 @@ def test_config_prints_lines_a_config_file_takes_and_the_token_from_the_environm
     token_line = next(line for line in result.stdout.splitlines() if line.startswith("token"))
     assert token_line.endswith("# $NESTLING_TOKEN")
     assert "from-env" not in result.stdout
+    as_json = nestling("config", "--json", env=env)
+    assert json.loads(as_json.stdout)["settings"]["token"] == "***" and "from-env" not in as_json.stdout
 
 
 def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, model_dir):
     (tmp_path / "corpus").mkdir()
-    result = nestling("train-head", "--out", tmp_path / "run" / "out", "--cache-dir", tmp_path / "cache",
-                      "--corpus", tmp_path / "corpus", "--model", model_dir, "--dtype", "float32")
-    assert result.returncode == 2 and "the training corpus is empty" in result.stderr, result.stderr
-    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+    for out, cache in ((tmp_path / "run" / "out", tmp_path / "cache"), (tmp_path / "run", tmp_path / "run" / "cache")):
+        result = nestling("train-head", "--out", out, "--cache-dir", cache, "--corpus", tmp_path / "corpus",
+                          "--model", model_dir, "--dtype", "float32")
+        assert result.returncode == 2 and "the training corpus is empty" in result.stderr, result.stderr
+        assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
 
 
 def test_complete_refuses_an_empty_stop_string_as_the_daemon_does(source):

@@ -102,6 +102,7 @@ CASES = {
         ("package main\n\nvar x = <|>\n", L),
         ("package main\n\nconst <|>\n\nfunc main() {\n}\n", B),  # its constants: tables of names and values
         ("package main\n\nconst (\n\tA = iota\n\t<|>\n)\n", B),
+        ("package main\n\nfunc main() {\n\tconst limit = <|>\n}\n", L),  # a function's constant: its block's
     ],
     "rust": [
         ("use std::collections::Hash<|>Map;\n", B),
@@ -262,4 +263,9 @@ def test_an_unfinished_line_a_capture_holds_keeps_that_region_when_its_typed_rep
               "        return 1\n\n\n" + body
     assert classify("python", snippet) == B
     monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # every reparse is cancelled at its first check
-    assert classify("python", snippet) == L  # the class body's capture, as before lines were typed there
+    offset, text = snippet.index(CURSOR), snippet.replace(CURSOR, "")
+    document = SyntaxDocument(text, language_table()["python"])
+    assert document.region_at(offset) == L  # the class body's capture, as before lines were typed there
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", 60.0)
+    regions = [document.region_at(offset) for _ in range(syntax.HURRIED_SKIPS + 1)]
+    assert regions == [L] * syntax.HURRIED_SKIPS + [B]  # not tried for a while after a try ran out of time

@@ -235,3 +235,29 @@ def test_a_failed_start_is_the_answer_for_a_while_not_tried_again_at_each_reques
 
     spawned, errors = asyncio.run(scenario())
     assert len(spawned) == starts and errors == ["could not start the nestling daemon: bad model"] * 3
+
+
+def test_a_restart_the_user_asks_for_is_tried_even_right_after_a_failed_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+
+    async def scenario():
+        backend = DaemonBackend(str(tmp_path / "none.sock"), None, None, auto_start=True)
+        spawned = []
+
+        async def serve(flag, progress, wait_s, begin, verb):
+            spawned.append(flag)
+            if flag == "--detach":
+                raise BackendError("could not start the nestling daemon: bad model")
+            await asyncio.sleep(3.0)  # the restart: requests meanwhile wait for it, not for the failure before it
+
+        backend._serve = serve
+        with pytest.raises(BackendError):
+            await backend.ensure_ready()
+        restarting = asyncio.ensure_future(backend.restart())
+        await asyncio.sleep(0.1)
+        await backend.ensure_ready()  # (no BackendError: the start under way is the restart)
+        await restarting
+        await backend.close()
+        return spawned
+
+    assert asyncio.run(scenario()) == ["--detach", "--restart"]

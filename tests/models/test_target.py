@@ -113,12 +113,31 @@ def test_a_tokenizer_with_ids_past_the_embeddings_belongs_to_another_model(tmp_p
         _load_tokenizer(folder, 10)
 
 
-def test_float16_on_a_cpu_is_refused_with_what_to_use():
+def test_float16_on_a_cpu_without_float16_arithmetic_is_refused_with_what_to_use(monkeypatch):
     import torch
 
     from nestling.daemon.models.errors import ModelLoadError
     from nestling.daemon.models.target import resolve_dtype
 
-    with pytest.raises(ModelLoadError, match="float16 is for GPUs.*use bfloat16, or float32"):
+    from nestling.daemon.models import target
+
+    monkeypatch.setattr(target, "cpu_supports_float16", lambda: False)
+    monkeypatch.setattr(target, "cpu_supports_bfloat16", lambda: True)
+    with pytest.raises(ModelLoadError, match="float16 needs a GPU or a CPU with float16 arithmetic.*use bfloat16, or"):
         resolve_dtype(torch.device("cpu"), "float16")
+    monkeypatch.setattr(target, "cpu_supports_bfloat16", lambda: False)
+    with pytest.raises(ModelLoadError, match="; use float32"):
+        resolve_dtype(torch.device("cpu"), "float16")
+    monkeypatch.setattr(target, "cpu_supports_float16", lambda: True)  # (AVX512-FP16, AMX-FP16, Arm's)
+    assert resolve_dtype(torch.device("cpu"), "float16") == torch.float16
     assert resolve_dtype(torch.device("cpu"), "bfloat16") == torch.bfloat16
+
+
+def test_float16_hardware_is_read_from_the_cpu_flags(tmp_path):
+    from nestling.daemon.models.target import cpu_supports_float16
+
+    cpuinfo = tmp_path / "cpuinfo"
+    for flags, expected in (("fpu avx2 avx512f avx512_bf16", False), ("fpu avx512f avx512_fp16", True),
+                            ("fp asimd asimdhp", True)):
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        assert cpu_supports_float16(cpuinfo) == expected

@@ -114,7 +114,35 @@ def test_on_a_blank_lines_indentation_more_indentation_the_model_writes_goes_whe
     assert finalize("\tcontinue", go, "multi") == "continue"
 
 
+def test_the_lines_after_an_over_indented_first_line_move_only_where_they_were_written_in_its_frame():
+    loop = ctx("for x in xs:\n    ", "\n")
+    assert finalize("    total += x\n    count += 1", loop, "multi") == "total += x\n    count += 1"  # (stay in the loop)
+    body = ctx("def f():\n    x = 1\n    ", "\n")
+    assert finalize("    y = 2\n    return y", body, "multi") == "y = 2\n    return y"
+    block = ctx("function f(a, b) {\n  ", "\n}\n", brace=True)
+    assert finalize("  const c = a + b;\n  return c;", block, "multi") == "const c = a + b;\n  return c;"
+    method = ctx("class P:\n    def __init__(self, y):\n        self.y = y\n\n    ", "")
+    assert finalize("    def __str__(self):\n        return 'P'", method, "multi") == \
+        "def __str__(self):\n        return 'P'"  # its body at 8: in the cursor's frame, not the first line's
+    assert finalize("    x = 1\n        y = 2", body, "multi") == "x = 1\n    y = 2"  # both in the first line's frame
+    go = ctx("\tfor i := 0; i < n; {\n\t\ti++\n\t\t", "\n\t}\n", brace=True)  # (`i++` is no hanging operator)
+    assert finalize("\tsum += i", go, "multi") == "sum += i"
+
+
 def test_on_a_blank_lines_indentation_the_model_keeps_the_indentation_of_a_block_opened_above_or_a_hanging_line():
+    commented = ctx("    if x:  # positive\n    ", "\n")  # the opener's comment aside
+    assert finalize("    return 1", commented, "multi") == "    return 1"
+    braceless = ctx("    if (x)\n    ", "\n", brace=True)
+    assert finalize("    return 1;", braceless, "multi") == "    return 1;"
+    assert finalize("    run();", ctx("    } else\n    ", "\n", brace=True), "multi") == "    run();"
+    docstring = ctx('def f(x):\n    """Args:\n        x: first\n        ', '\n    """\n', region=Region.COMMENT)
+    assert finalize("    more about x", docstring, "multi") == "    more about x"
+    chained = ctx("  return items\n  ", "\n", brace=True)
+    assert finalize("  .filter(f)", chained, "multi") == "  .filter(f)"
+    pep8 = ctx("def long_function_name(\n        ", "\n")
+    assert finalize("    var_one, var_two):", pep8, "multi") == "    var_one, var_two):"
+    literal = ctx("    table = {\n        ", "\n")  # a Python dict: hanging, not a block
+    assert finalize("    'a': 1,", literal, "multi") == "    'a': 1,"
     not_yet = ctx("  if (a) {\n  ", "", brace=True)  # not yet indented into the block: the model's indentation stays
     assert finalize("  return a;", not_yet, "multi") == "  return a;"
     hanging = ctx("total = add(first,\n", "\n")  # (the cursor at the line start: no indentation typed)

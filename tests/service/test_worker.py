@@ -232,3 +232,17 @@ def test_a_completion_its_client_cancelled_is_not_superseded_by_the_next_keystro
         running.future.result(5)
     wait_for(lambda: unanswered(worker)["cancelled"] == 1)
     assert unanswered(worker)["superseded"] == 0
+
+
+def test_a_completion_its_client_cancelled_before_its_deadline_counts_as_cancelled_when_the_deadline_passed_since(
+        worker):
+    running = worker.submit(completion("file:///a.py"))
+    assert worker.service.started.wait(5)
+    queued = worker.submit(CompletionRequest(uri="file:///b.py", text="x = 1\n", cursor=6,
+                                             deadline=time.monotonic() + 0.2))
+    worker.cancel(queued)  # cancelled while queued, then picked up after its deadline
+    time.sleep(0.3)
+    worker.service.release.set()
+    running.future.result(5)
+    wait_for(lambda: unanswered(worker)["cancelled"] == 1)
+    assert unanswered(worker)["deadline_exceeded"] == 0

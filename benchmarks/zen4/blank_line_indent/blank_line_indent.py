@@ -4,7 +4,8 @@ code taken out: at the end of the file (the text after it gone) and in the middl
 prompts each: A, the indentation in the prompt (what nestling sends), and B, the prompt cut at the line start (the
 model writes the indentation itself; "healing" the token boundary). Scored: whether the first line lands at the
 line's indentation (A: as given, and after postprocess's _without_extra_indent; B: the same indentation written),
-and whether it is the line's code exactly.
+and whether it is the line's code exactly. Only first lines are scored, and the cursor is always at the line's true
+indentation (tests/service/test_postprocess.py holds the cases of later lines and of indentation kept).
 
     python benchmarks/zen4/blank_line_indent/blank_line_indent.py > benchmarks/zen4/blank_line_indent/rows.jsonl
 """
@@ -14,9 +15,10 @@ import random
 from pathlib import Path
 
 from nestling.daemon.context.fim import build_fim_prompt
-from nestling.daemon.context.syntax import Region
+from nestling.daemon.context.languages import find_language
+from nestling.daemon.context.syntax import SyntaxDocument
 from nestling.daemon.runtime import load_runtime
-from nestling.daemon.service.postprocess import CursorContext, _without_extra_indent
+from nestling.daemon.service.postprocess import _without_extra_indent, cursor_context
 from nestling.daemon.speculative.engine import StopRule
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -47,7 +49,9 @@ for path in (f for f in files if f.suffix in SUFFIXES):
         head = "\n".join(lines[:i]) + "\n"
         for where, suffix in (("end", "\n"), ("mid", "\n" + "\n".join(lines[i + 1:]))):
             a, b = first_line(head + indent, suffix, path.name), first_line(head, suffix, path.name)
-            context = CursorContext.from_text(head + indent, suffix, Region.LOGIC, path.suffix != ".py")
+            language = find_language(None, path.name)
+            region = SyntaxDocument(head + indent + suffix, language).region_at(len(head + indent))
+            context = cursor_context(head + indent, suffix, region, language)
             fixed = _without_extra_indent(a, context)
             row = {"file": path.name, "line": i + 1, "where": where, "indent": len(indent), "truth": truth, "a": a,
                    "a_postprocessed": fixed, "b": b, "a_at_indent": at_indent(a), "a_postprocessed_at_indent":
