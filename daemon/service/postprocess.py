@@ -129,10 +129,10 @@ def _drop_overlap(text: str, ctx: CursorContext) -> str:
         if end > 0 and TRAILING_COMMENT.fullmatch(stripped[end + len(after):]):
             return stripped[:end]
         return text
-    following = [line.strip() for line in ctx.next_lines if line.strip()]
+    following = [line.rstrip() for line in ctx.next_lines if line.strip()]
     lines = text.rstrip("\n").split("\n")
     if following:
-        while len(lines) > 1 and lines[-1].strip() == following[0]:
+        while len(lines) > 1 and _same_line(lines[-1].rstrip(), following[0]):
             lines.pop()
     return "\n".join(lines)
 
@@ -144,6 +144,14 @@ CONTINUATION_STARTS = (".", "?", ":", "&&", "||", "<<", ">>", "+", "-", "*", "/"
 BRACELESS_BODY = re.compile(r"(^|[\s}])(else|do)$|^\s*(}\s*else\s+)?(if|for|while)\b.*\)$")  # C/JS/Java: the next line
 COMMENT_AT_END = {True: re.compile(r"(^|\s)//[^'\"`]*$"), False: re.compile(r"(^|\s)#[^'\"]*$")}  # brace language or
 # not: a comment that ends a line (or is all of it; no quote after its start)
+
+
+def _same_line(line: str, other: str) -> bool:
+    """Whether `line` repeats `other`: the same code, and for closing brackets alone the same indentation too (a
+    block's `\t}` is not the function's `}` after it)."""
+    if set(line.strip()) <= CLOSERS | {" "}:
+        return line == other
+    return line.strip() == other.strip()
 
 
 def _without_extra_indent(text: str, ctx: CursorContext) -> str:

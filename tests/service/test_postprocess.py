@@ -49,6 +49,9 @@ def test_text_the_suffix_has_is_dropped():
     assert finalize("x))", c, "single") == "x"
     c = ctx("if x:\n    ", "\nreturn y\n")
     assert finalize("y = 1\n    return y", c, "multi") == "y = 1"
+    go = ctx("func f(x int) {\n\t", "\n}\n", brace=True)
+    block = "if x > 0 {\n\t\tuse(x)\n\t}"
+    assert finalize(block, go, "multi") == block  # its `}` closes its `if`, not the function the suffix closes
 
 
 def test_whitespace_alone_is_never_offered():
