@@ -7,7 +7,8 @@ for captures of the same node, the pattern written first in the query file wins 
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
 has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
 (`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file where the line
-fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget. Where a capture does hold an
+fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget, and the name and closers
+have 25 ms (a bracket the line closes can leave a whole file to reparse). Where a capture does hold an
 unfinished line, it is the one the line's error landed in (`    def ¦` between two methods: the class body); there the
 typed lines are tried too, all within the budget, and the first that parses (with the next line of code) gives the
 region, else the capture's stands. Unknown languages, missing grammars and parse failures give the neutral region,
@@ -36,6 +37,8 @@ class Region(str, Enum):
 
 
 PLACEHOLDER = "x"  # a name, as if typed at a cursor where the code does not parse yet (a valid identifier everywhere)
+NAMED_REPARSES_BUDGET_S = 0.025  # the reparses with a name typed (and the line's closers): a bound for the worst case
+# (a bracket the line closes had left the rest of a 7,000-line file in error recovery: 50-110 ms a lookup)
 TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with a line tail typed, together; past it the region found so far stands
 HURRIED_SKIPS = 8  # after typed lines ran out of budget where a capture held the line: lookups without them
 READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
@@ -164,9 +167,10 @@ class SyntaxDocument:
         name, closers = PLACEHOLDER.encode(), _closers(line)
         typed = [name] + ([name + closers] if closers else [])
         tails = [name + closers + tail.encode() for tail in self.language.line_tails]
-        fallback, deadline = Region.NEUTRAL, time.perf_counter() + TYPED_REPARSES_BUDGET_S if hurried else None
+        fallback = Region.NEUTRAL
+        deadline = time.perf_counter() + (TYPED_REPARSES_BUDGET_S if hurried else NAMED_REPARSES_BUDGET_S)
         for number, text in enumerate(typed + tails):
-            if number == len(typed) and not hurried:  # (the name and closers are always tried, as before the tails were)
+            if number == len(typed) and not hurried:  # (the name and closers have a budget of their own)
                 deadline = time.perf_counter() + TYPED_REPARSES_BUDGET_S
             typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
             tree = self._typed_tree(cursor, text, typed_bytes, deadline)

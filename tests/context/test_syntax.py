@@ -157,6 +157,7 @@ CASES = {
 def unhurried_reparses(monkeypatch):
     """No deadline on the reparses with typed text, so that a stalled CPU cannot change a region here."""
     monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", 60.0)
+    monkeypatch.setattr(syntax, "NAMED_REPARSES_BUDGET_S", 60.0)
 
 
 def classify(language: str, snippet: str) -> Region:
@@ -240,7 +241,7 @@ def test_line_tails_past_their_deadline_leave_the_region_found_so_far_and_the_pa
     assert doc.sexp() == SyntaxDocument(doc.text, spec).sexp()
 
 
-def test_the_name_and_closers_are_tried_without_a_deadline_in_a_long_file(monkeypatch):
+def test_the_name_and_closers_are_tried_on_a_budget_of_their_own_in_a_long_file(monkeypatch):
     """(With one shared 2 ms deadline, a top-level `foo(a, ¦` in a 1,000-line file had turned neutral.)"""
     monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)  # the tails' deadline is past from the start
     spec = language_table()["python"]
@@ -269,3 +270,17 @@ def test_an_unfinished_line_a_capture_holds_keeps_that_region_when_its_typed_rep
     monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", 60.0)
     regions = [document.region_at(offset) for _ in range(syntax.HURRIED_SKIPS + 1)]
     assert regions == [L] * syntax.HURRIED_SKIPS + [B]  # not tried for a while after a try ran out of time
+
+
+def test_the_name_and_closers_reparses_are_bounded_too(monkeypatch):
+    """(A bracket the line closes had left the rest of a long file in error recovery: 50-110 ms a lookup.)"""
+    spec = language_table()["python"]
+    body = "".join(f"def f{i}(x):\n    return [x, {i}]\n\n\n" for i in range(1500))
+    text = "x = foo(a, \n" + body
+    assert SyntaxDocument(text, spec).region_at(len("x = foo(a, ")) == L
+    monkeypatch.setattr(syntax, "NAMED_REPARSES_BUDGET_S", -1.0)  # past at the first check
+    monkeypatch.setattr(syntax, "TYPED_REPARSES_BUDGET_S", -1.0)
+    document = SyntaxDocument(text, spec)
+    assert document.region_at(len("x = foo(a, ")) == N  # (the time it had ran out: no region found)
+    document.edit(11, 11, "b)")
+    assert document.sexp() == SyntaxDocument(document.text, spec).sexp()  # the cancelled parse is not resumed
