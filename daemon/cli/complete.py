@@ -173,7 +173,8 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
             notice = stale_daemon_notice(client.stats().code_stamp)
         except grpc.RpcError as exc:  # UNAUTHENTICATED, INVALID_ARGUMENT, ...
             raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
-    item, stats = response.items[0] if response.items else pb.CompletionItem(), response.stats
+    empty = pb.CompletionItem(replaces=pb.Range(start=cursor, end=cursor))  # (nothing to insert at the cursor)
+    item, stats = response.items[0] if response.items else empty, response.stats
     if args.json:
         print(json.dumps({"text": item.text, "replaces": as_dict(item.replaces), "mode": stats.mode,
                           "region": stats.region, "daemon": address, "stats": as_dict(stats)}), flush=True)

@@ -177,7 +177,9 @@ def detach(args, config) -> int:
                 print(f"nestling daemon (pid {process.pid}) serving on unix:{config.socket_path}; log {log_path}")
                 return 0
             time.sleep(0.5)
-    print(f"nestling serve: the daemon did not become ready within {args.wait:.0f} s; see {log_path}", file=sys.stderr)
+    print(f"nestling serve: the daemon did not become ready within {args.wait:g} s; see {log_path}"
+          + (f". It goes on starting in the background (pid {process.pid}): `nestling status` says when it serves, "
+             "`nestling serve --stop` stops it" if process.poll() is None else ""), file=sys.stderr)
     return 2
 
 

@@ -18,6 +18,11 @@ from .addresses import check_socket_owner
 def target_for(socket: str | Path | None = None, tcp: str | None = None) -> str:
     """A gRPC target string: unix:<path> (default: the user's daemon socket) or host:port."""
     if tcp:
+        host, colon, port = tcp.rpartition(":")
+        if not (colon and host and port.isdigit() and 0 < int(port) < 65536):
+            from .daemon_lock import DaemonError
+
+            raise DaemonError(f"--tcp {tcp!r}: expected HOST:PORT with a port in 1..65535, e.g. 127.0.0.1:7878")
         return tcp
     if socket is None:
         from ..service.config import ServiceConfig

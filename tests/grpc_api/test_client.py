@@ -49,3 +49,13 @@ def test_the_token_may_come_from_the_environment_below_the_flag(tmp_path, monkey
     assert user_daemon()[1] == "from-file"
     monkeypatch.setenv("NESTLING_TOKEN", "from-env")
     assert user_daemon()[1] == "from-env" and user_daemon(token="from-flag")[1] == "from-flag"
+
+
+@pytest.mark.parametrize("tcp", ["bad", ":7878", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000"])
+def test_a_tcp_address_that_is_not_host_port_is_said_before_connecting(tcp):
+    from nestling.daemon.grpc_api.client import target_for
+    from nestling.daemon.grpc_api.daemon_lock import DaemonError
+
+    with pytest.raises(DaemonError, match="expected HOST:PORT"):
+        target_for(tcp=tcp)
+    assert target_for(tcp="localhost:7878") == "localhost:7878" and target_for(tcp="[::1]:7878") == "[::1]:7878"

@@ -148,6 +148,25 @@ def test_a_daemon_still_starting_is_seen_and_stopped(tmp_path, env, model_folder
             process.kill()
 
 
+def test_a_detached_daemon_that_is_not_ready_in_time_is_said_to_go_on_starting(tmp_path, env, model_folder):
+    started = nestling("serve", "--detach", "--wait", 0.2, "--model", model_folder, "--head", "untrained",
+                       "--dtype", "float32", env=env)
+    pid = int(re.search(r"\(pid (\d+)\)", started.stderr).group(1))
+    try:
+        assert started.returncode == 2 and "did not become ready within 0.2 s" in started.stderr, started.stderr
+        assert "goes on starting in the background" in started.stderr and "serve --stop" in started.stderr
+    finally:
+        from nestling.daemon.grpc_api.daemon_lock import DaemonLock
+
+        lock = DaemonLock(tmp_path / "xdg" / "nestling")
+        for _ in range(3000):  # (it takes its lock once its command line is read: then --stop finds it)
+            if lock.path.exists() and lock.holder() == pid:
+                break
+            time.sleep(0.01)
+        stopped = nestling("serve", "--stop", "--wait", 60, env=env)
+    assert stopped.returncode == 0 and f"pid {pid}) stopped" in stopped.stdout and wait_for_exit(pid)
+
+
 def test_a_bad_config_file_is_a_clear_error(tmp_path, env):
     (tmp_path / "none.toml").write_text("max_tokenz = 3\n")
     result = nestling("config", env=env)
