@@ -36,13 +36,17 @@ class PastCompletion:
 
     def rest_after(self, prefix: str, suffix: str) -> str:
         """The output expected at (prefix, suffix): this text less what was typed of it since ("" when the text
-        after the cursor changed, the text before it changed other than by typing, or what was typed differs)."""
+        after the cursor changed, the text before it changed other than by typing, or what was typed differs); what
+        was typed may also be the text as shown without the indentation the model added (postprocess.py)."""
         start = self.prefix_length - len(self.prefix_end)
         if (len(suffix) != self.suffix_length or not suffix.startswith(self.suffix_start)
                 or len(prefix) < self.prefix_length or prefix[start : self.prefix_length] != self.prefix_end):
             return ""
         typed = prefix[self.prefix_length:]
-        return self.text[len(typed):] if self.text.startswith(typed) else ""
+        if self.text.startswith(typed):
+            return self.text[len(typed):]
+        shown = self.text.lstrip(" \t")  # as shown where post-processing took the indentation it added away
+        return shown[len(typed):] if typed and shown.startswith(typed) else ""
 
     @property
     def place(self) -> tuple:

@@ -53,3 +53,12 @@ def test_only_the_text_near_the_cursor_is_kept_and_compared():
 def test_a_character_the_completion_was_cut_inside_is_not_expected():
     last = PastCompletion.at("s = ", "", "'caf\ufffd")  # cut between the two bytes of "é"
     assert last.rest_after("s = '", "") == "caf"
+
+
+def test_typing_a_completion_shown_without_the_indentation_the_model_added_follows_it():
+    from nestling.daemon.service.sessions import PastCompletion
+
+    last = PastCompletion.at("class P:\n    x = 1\n\n    ", "", "    def __str__(self):")
+    assert last.rest_after("class P:\n    x = 1\n\n    ", "") == "    def __str__(self):"  # asked again there
+    assert last.rest_after("class P:\n    x = 1\n\n    de", "") == "f __str__(self):"  # typing what was shown
+    assert last.rest_after("class P:\n    x = 1\n\n    cl", "") == ""
