@@ -27,14 +27,29 @@ class CursorContext:
     region: Region
     brace_language: bool  # brackets delimit blocks (C family, JS/TS, Go, Rust, Java)
     at_end: bool = False  # nothing but whitespace after the cursor (the end of the file)
+    previous_head: str = ""  # the line the previous line's statement starts on: itself, or the line that opened the
+    # brackets it closes (`def f(a,` of `         b):`)
 
     @classmethod
     def from_text(cls, prefix: str, suffix: str, region: Region, brace_language: bool) -> "CursorContext":
         before_lines = prefix.split("\n")
         after_lines = suffix.split("\n")
-        previous = next((line for line in reversed(before_lines[:-1]) if line.strip()), "")
+        number = next((n for n in range(len(before_lines) - 2, -1, -1) if before_lines[n].strip()), None)
+        previous = before_lines[number] if number is not None else ""
         return cls(before_lines[-1], after_lines[0], previous, tuple(after_lines[1:6]), region, brace_language,
-                   not suffix.strip())
+                   not suffix.strip(), _head_of(before_lines, number) if number is not None else "")
+
+
+def _head_of(lines: list[str], number: int) -> str:
+    """The line that the statement ending on line `number` starts on: back while brackets closed are unopened (quotes
+    are not looked into), at most 50 lines."""
+    unopened, first = 0, number
+    for first in range(number, max(-1, number - 50), -1):
+        line = lines[first]
+        unopened += sum(line.count(c) for c in ")]}") - sum(line.count(c) for c in "([{")
+        if unopened <= 0:
+            break
+    return lines[first]
 
 
 def cursor_context(prefix: str, suffix: str, region: Region, language) -> CursorContext:
@@ -75,7 +90,8 @@ def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
         return newline if newline >= 0 else None
     base = _indent(ctx.line_before) if not ctx.line_before.strip() else _indent(ctx.line_before) + 1
     if not ctx.line_before.strip() and ctx.previous_line.rstrip().endswith(BLOCK_OPENERS):
-        base = max(base, _indent(ctx.previous_line) + 1)  # the body of a block just opened
+        base = max(base, _indent(ctx.previous_head or ctx.previous_line) + 1)  # the body of a block just opened (from
+        # the line its header starts on)
     depth = 0
     offset = 0
     lines = text.split("\n")
@@ -171,7 +187,7 @@ def _without_extra_indent(text: str, ctx: CursorContext) -> str:
     previous = COMMENT_AT_END[ctx.brace_language].sub("", ctx.previous_line.rstrip()).rstrip()
     opens = previous.endswith(BLOCK_OPENERS if ctx.brace_language else BLOCK_OPENERS + ("{",)) or \
         (ctx.brace_language and bool(BRACELESS_BODY.search(previous)))
-    if opens and _indent(previous) >= len(indent):
+    if opens and _indent(ctx.previous_head or previous) >= len(indent):
         return text  # a block opens above and the cursor is not in it yet: its body is deeper, as the model wrote
     if _hangs(previous, ctx.brace_language) or first.lstrip().startswith(CONTINUATION_STARTS):
         return text  # an expression goes on from the line above: a hanging indentation is the model's to choose
@@ -188,7 +204,9 @@ def _hangs(line: str, brace_language: bool) -> bool:
     ends it opens a block in a brace language, and a Python `{` a literal that hangs too)."""
     if line.endswith(CONTINUATION_ENDS) and not line.endswith(("++", "--")):
         return True
-    body = line[:-1] if line.endswith(("{", "=>", "->")) and brace_language else line
+    if brace_language and line.endswith("{"):
+        return False  # a block opens, whatever else the line leaves open (`it('x', () => {`, `.then((r) => {`)
+    body = line[:-2] if line.endswith(("=>", "->")) and brace_language else line
     depth = 0
     for char in body:
         depth += char in "([{"

@@ -132,6 +132,21 @@ def test_the_lines_after_an_over_indented_first_line_move_only_where_they_were_w
     assert finalize("\tsum += i", go, "multi") == "sum += i"
 
 
+def test_a_callbacks_block_and_a_header_over_several_lines_open_their_blocks_where_they_start():
+    callback = ctx("describe('parser', () => {\n  it('parses numbers', () => {\n    ", "", brace=True)
+    assert finalize("    expect(parse('123')).toBe(123);\n  });", callback, "multi") == "expect(parse('123')).toBe(123);"
+    then = ctx("fetch(url).then((res) => {\n  ", "", brace=True)  # (all its lines a level deep: they move together)
+    assert finalize("  if (res.ok) {\n      return res.json();\n    } else {\n      throw err;", then, "multi") == \
+        "if (res.ok) {\n    return res.json();\n  } else {\n    throw err;"
+    lam = ctx("class P {\n    void all(List<String> xs) {\n        xs.forEach(x -> {\n            ", "", brace=True)
+    assert finalize("    System.out.println(x);", lam, "multi") == "System.out.println(x);"
+    signature = ctx("class Config:\n    def merge(self, other,\n              strict=False):\n        ", "\n")
+    assert finalize("    if strict:\n            return other\n        else:", signature, "multi") == \
+        "if strict:\n            return other\n        else:"  # (its body at 12: in the cursor's frame, kept)
+    condition = ctx('def ok(user, perms):\n    if (user.active and\n            "admin" in perms):\n        ', "\n")
+    assert finalize("    return True", condition, "multi") == "return True"
+
+
 def test_on_a_blank_lines_indentation_the_model_keeps_the_indentation_of_a_block_opened_above_or_a_hanging_line():
     commented = ctx("    if x:  # positive\n    ", "\n")  # the opener's comment aside
     assert finalize("    return 1", commented, "multi") == "    return 1"
