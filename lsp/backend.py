@@ -158,10 +158,9 @@ class DaemonBackend:
 
     def _not_answering(self) -> str:
         """Why a daemon that runs does not answer this backend: it listens elsewhere (`serve --socket`), or not yet."""
-        from ..daemon.grpc_api.daemon_lock import DaemonLock
-        from ..daemon.service.config import runtime_dir
+        from ..daemon.grpc_api.addresses import locked_socket
 
-        named = DaemonLock(runtime_dir()).socket_named()
+        named = locked_socket()
         if named and f"unix:{named}" != self.target:
             return (f"a nestling daemon runs, but listens on {named}, not on {self.target}: set the language server's "
                     f"nestling.daemon.socket to it, or restart it (`nestling serve --restart`)")

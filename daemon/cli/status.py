@@ -19,12 +19,13 @@ def add_daemon_options(p, lead: str = "") -> None:
 
 
 def run(args) -> int:
+    from ..grpc_api.addresses import locked_socket
     from ..grpc_api.client import user_daemon
 
     address, token = user_daemon(args.socket, args.tcp, args.token)
     state, stats, problem = _ask(address, token)
     pid = _lock_holder() if not args.socket and not args.tcp else None
-    if state != "serving" and pid is not None and (named := _lock_socket()) and f"unix:{named}" != address:
+    if state != "serving" and pid is not None and (named := locked_socket()) and f"unix:{named}" != address:
         address = f"unix:{named}"  # this user's daemon listens on a socket of its own (serve --socket): ask it there
         state, stats, problem = _ask(address, token)
     if problem:
@@ -61,14 +62,6 @@ def _ask(address: str, token: str | None):
             return state, client.stats(), None
         except grpc.RpcError as exc:  # e.g. UNAUTHENTICATED: the daemon wants a token
             return state, None, f"the daemon at {address} answered {exc.code().name}: {exc.details()}"
-
-
-def _lock_socket() -> str | None:
-    """The socket this user's daemon listens on, by its lock."""
-    from ..grpc_api.daemon_lock import DaemonLock
-    from ..service.config import runtime_dir
-
-    return DaemonLock(runtime_dir()).socket_named()
 
 
 def _lock_holder() -> int | None:

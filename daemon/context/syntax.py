@@ -175,7 +175,8 @@ class SyntaxDocument:
             typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
             tree = self._typed_tree(cursor, text, typed_bytes, deadline)
             if tree is None:
-                self._hurried_skips = HURRIED_SKIPS if hurried else self._hurried_skips
+                if hurried:
+                    self._hurried_skips = HURRIED_SKIPS
                 break
             region = self._region_at_byte(cursor + len(name), tree=tree, size=len(typed_bytes))
             if _line_fits(tree, line_start, cursor + len(text), typed_bytes):
@@ -184,7 +185,7 @@ class SyntaxDocument:
                 fallback = region
         return fallback
 
-    def _typed_tree(self, cursor: int, text: bytes, typed_bytes: bytes, deadline: float | None):
+    def _typed_tree(self, cursor: int, text: bytes, typed_bytes: bytes, deadline: float):
         """The tree of `typed_bytes`, the text with `text` inserted at byte `cursor` (a reparse of a copy; the document
         keeps its own), or None when the reparse runs past `deadline` (error recovery took ~20 ms where a Rust
         line fitted nowhere)."""
@@ -192,8 +193,6 @@ class SyntaxDocument:
         tree = self._tree.copy()
         tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(text),
                   start_point=(row, column), old_end_point=(row, column), new_end_point=(row, column + len(text)))
-        if deadline is None:
-            return self._parser.parse(typed_bytes, tree)
         try:
             return self._parser.parse(lambda byte, _point: typed_bytes[byte: byte + READ_CHUNK], tree,
                                       progress_callback=lambda *_: time.perf_counter() > deadline)

@@ -94,3 +94,10 @@ def take_lock(socket_path: Path) -> DaemonLock:
     lock = DaemonLock(folder)
     lock.acquire(socket_path)
     return lock
+
+
+def locked_socket() -> str | None:
+    """The socket this user's daemon listens on, as its lock names it (`serve --socket`: not the configured one)."""
+    from ..service.config import runtime_dir
+
+    return DaemonLock(runtime_dir()).socket_named()

@@ -45,11 +45,15 @@ def _head_of(lines: list[str], number: int) -> str:
     are not looked into), at most 50 lines."""
     unopened, first = 0, number
     for first in range(number, max(-1, number - 50), -1):
-        line = lines[first]
-        unopened += sum(line.count(c) for c in ")]}") - sum(line.count(c) for c in "([{")
+        unopened -= _open_brackets(lines[first])
         if unopened <= 0:
             break
     return lines[first]
+
+
+def _open_brackets(line: str) -> int:
+    """How many brackets `line` opens and leaves open, less those it closes (quotes are not looked into)."""
+    return sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
 
 
 def cursor_context(prefix: str, suffix: str, region: Region, language) -> CursorContext:
@@ -200,18 +204,13 @@ def _without_extra_indent(text: str, ctx: CursorContext) -> str:
 
 
 def _hangs(line: str, brace_language: bool) -> bool:
-    """Whether an expression goes on after `line`: it ends with an operator, or leaves a bracket open (a bracket that
-    ends it opens a block in a brace language, and a Python `{` a literal that hangs too)."""
+    """Whether an expression goes on after `line`: it ends with an operator, or leaves a bracket open (a `{` that
+    ends it opens a block in a brace language; a Python `{` opens a literal, which hangs)."""
     if line.endswith(CONTINUATION_ENDS) and not line.endswith(("++", "--")):
         return True
     if brace_language and line.endswith("{"):
         return False  # a block opens, whatever else the line leaves open (`it('x', () => {`, `.then((r) => {`)
-    body = line[:-2] if line.endswith(("=>", "->")) and brace_language else line
-    depth = 0
-    for char in body:
-        depth += char in "([{"
-        depth -= char in ")]}"
-    return depth > 0
+    return _open_brackets(line) > 0
 
 
 def finalize(text: str, ctx: CursorContext, mode: str) -> str:

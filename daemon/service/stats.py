@@ -14,11 +14,14 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+UNANSWERED = ("errors", "superseded", "cancelled", "deadline_exceeded")  # the counters of requests not answered
+
+
 class ServiceStats:
     def __init__(self, window: int = 2000):
         self.started = time.monotonic()
         self.requests = 0
-        self.errors = 0
+        self.errors = 0  # failed: the engine raised (a failure of the daemon's own)
         self.superseded = 0  # replaced by a newer request for the same document
         self.cancelled = 0  # the client went away (cancelled the call, closed the connection) before the answer
         self.deadline_exceeded = 0  # the request's deadline passed before its completion ended
@@ -47,21 +50,11 @@ class ServiceStats:
                 self.prefills += 1
                 self.prefilled_tokens += result.prefilled_tokens
 
-    def record_error(self) -> None:
+    def count(self, counter: str) -> None:
+        """One more of an unanswered kind: "errors", "superseded", "cancelled" or "deadline_exceeded"."""
+        assert counter in UNANSWERED, counter
         with self._lock:
-            self.errors += 1
-
-    def record_superseded(self) -> None:
-        with self._lock:
-            self.superseded += 1
-
-    def record_cancelled(self) -> None:
-        with self._lock:
-            self.cancelled += 1
-
-    def record_deadline_exceeded(self) -> None:
-        with self._lock:
-            self.deadline_exceeded += 1
+            setattr(self, counter, getattr(self, counter) + 1)
 
     def snapshot(self) -> dict:
         with self._lock:

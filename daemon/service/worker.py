@@ -118,7 +118,7 @@ class ModelWorker:
             job.future.set_exception(exc)
         except Exception as exc:  # an engine failure: report it, keep serving
             log.exception("completion failed for %s", job.request.uri)
-            self.stats.record_error()
+            self.stats.count("errors")
             job.future.set_exception(exc)
         else:
             self.stats.record(result.stats)
@@ -134,11 +134,11 @@ class ModelWorker:
         client."""
         deadline = job.request.deadline
         if job.superseded:
-            self.stats.record_superseded()
+            self.stats.count("superseded")
         elif deadline is not None and (job.cancelled_at or time.monotonic()) >= deadline:  # (as of the client's cancel)
-            self.stats.record_deadline_exceeded()
+            self.stats.count("deadline_exceeded")
         else:
-            self.stats.record_cancelled()
+            self.stats.count("cancelled")
 
     def _guesses(self, request: CompletionRequest, result: CompletionResult) -> list[PrefillRequest]:
         try:

@@ -22,6 +22,17 @@ def tiny_runtime():
     return Runtime(target=target, head=informed_head(target), head_source="test", budget=TreeBudget(4, 4, 12))
 
 
+async def errors_of_ensure_ready(backend, times: int) -> list[str]:
+    """What `times` calls of backend.ensure_ready() raised, as text (none when ready)."""
+    errors = []
+    for _ in range(times):
+        try:
+            await backend.ensure_ready()
+        except BackendError as exc:
+            errors.append(str(exc))
+    return errors
+
+
 def test_a_prefilled_document_is_completed_from_its_prepared_prompt():
     async def scenario():
         backend = EmbeddedBackend(tiny_runtime)
@@ -110,12 +121,7 @@ def test_a_broken_config_file_is_the_error_each_request_gets_and_no_daemon_is_st
     async def scenario():
         backend = DaemonBackend(None, None, None, auto_start=True)
         backend._start = None  # starting a daemon would fail the test
-        errors = []
-        for _ in range(2):
-            try:
-                await backend.ensure_ready()
-            except BackendError as exc:
-                errors.append(str(exc))
+        errors = await errors_of_ensure_ready(backend, 2)
         await backend.close()
         return errors
 
@@ -218,18 +224,14 @@ def test_a_failed_start_is_the_answer_for_a_while_not_tried_again_at_each_reques
 
     async def scenario():
         backend = DaemonBackend(str(tmp_path / "none.sock"), None, None, auto_start=True)
-        spawned, errors = [], []
+        spawned = []
 
         async def serve(flag, progress, wait_s, begin, verb):  # `nestling serve --detach` failing, standing in
             spawned.append(flag)
             raise BackendError("could not start the nestling daemon: bad model")
 
         backend._serve = serve
-        for _ in range(3):
-            try:
-                await backend.ensure_ready()
-            except BackendError as exc:
-                errors.append(str(exc))
+        errors = await errors_of_ensure_ready(backend, 3)
         await backend.close()
         return spawned, errors
 
