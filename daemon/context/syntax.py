@@ -6,9 +6,10 @@ cursor: the innermost captured node containing the cursor names it (the smallest
 for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
 has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
-(`def x():`, from languages.toml): a reparse of a copy of the tree each, ~1 ms in a 7,000-line file where the line
-fits, more where error recovery runs (~20 ms seen), so the tails share a 2 ms budget, and the name and closers
-have 25 ms (a bracket the line closes can leave a whole file to reparse). Where a capture does hold an
+(`def x():`, from languages.toml). Each is a reparse of the top-level constructs around the line alone (they parse as in
+the file; ~0.1-1 ms), or of a copy of the whole tree where those are a large share of it (a Java class): with an
+unfinished line in it, a reparse of the whole of an 8,000-line file took ~5 ms, up to ~20 ms where error recovery
+ran. The tails share a 2 ms budget, and the name and closers have 25 ms. Where a capture does hold an
 unfinished line, it is the one the line's error landed in (`    def ¦` between two methods: the class body); there the
 typed lines are tried too, all within the budget, and the first that parses (with the next line of code) gives the
 region, else the capture's stands. Unknown languages, missing grammars and parse failures give the neutral region,
@@ -41,6 +42,9 @@ NAMED_REPARSES_BUDGET_S = 0.025  # the reparses with a name typed (and the line'
 # (a bracket the line closes had left the rest of a 7,000-line file in error recovery: 50-110 ms a lookup)
 TYPED_REPARSES_BUDGET_S = 0.002  # the reparses with a line tail typed, together; past it the region found so far stands
 HURRIED_SKIPS = 8  # after typed lines ran out of budget where a capture held the line: lookups without them
+WINDOW_SHARE = 0.25  # the typed lines are parsed in the top-level constructs around the line alone where those hold
+# under this share of the file (a fresh parse of a few constructs, ~0.1 ms; an incremental reparse of the whole file
+# with an unfinished line in it took ~5 ms in 8,000 lines of Python), else in the whole file
 READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
 
 
@@ -67,24 +71,19 @@ class SyntaxDocument:
     def byte_offset(self, char_offset: int) -> int:
         return len(self.text[:char_offset].encode("utf-8"))
 
-    def _point(self, byte_offset: int) -> tuple[int, int]:
-        row = self._bytes.count(b"\n", 0, byte_offset)
-        line_start = self._bytes.rfind(b"\n", 0, byte_offset) + 1
-        return row, byte_offset - line_start
-
     def edit(self, start: int, end: int, new_text: str) -> None:
         """Replace characters [start, end) with `new_text` and reparse incrementally."""
         if not 0 <= start <= end <= len(self.text):
             raise ValueError(f"edit range {start}..{end} is outside the document (length {len(self.text)})")
         start_byte, old_end_byte = self.byte_offset(start), self.byte_offset(end)
-        start_point, old_end_point = self._point(start_byte), self._point(old_end_byte)
+        start_point, old_end_point = _point(self._bytes, start_byte), _point(self._bytes, old_end_byte)
         self.text = self.text[:start] + new_text + self.text[end:]
         self._bytes = self._bytes[:start_byte] + new_text.encode("utf-8") + self._bytes[old_end_byte:]
         if self._tree is None:
             return
         new_end_byte = start_byte + len(new_text.encode("utf-8"))
         self._tree.edit(start_byte=start_byte, old_end_byte=old_end_byte, new_end_byte=new_end_byte,
-                        start_point=start_point, old_end_point=old_end_point, new_end_point=self._point(new_end_byte))
+                        start_point=start_point, old_end_point=old_end_point, new_end_point=_point(self._bytes, new_end_byte))
         self._tree = self._parser.parse(self._bytes, self._tree)
 
     def replace(self, text: str) -> None:
@@ -155,11 +154,12 @@ class SyntaxDocument:
         """Right after a keyword, an operator or a comma (`return ¦`, `x = ¦`, `def ¦`, `f(a, ¦`) the statement
         does not parse yet and no capture holds the cursor: take the region it has once a name is typed there, then
         the brackets the line leaves open, then one of the language's line tails (`def x():`): the first of these
-        lines that parses, else the first that gives a region (each a reparse of a copy of the tree). The tails'
-        reparses share TYPED_REPARSES_BUDGET_S; past it the region found so far stands. `hurried` (the cursor has a
-        region already, from a capture that may not say what the line is): the budget covers every reparse, and
-        only a line that parses gives a region (else neutral); so on a stalled CPU the capture's region can stand
-        where an idle one finds the typed line's (a region shapes the draft tree, never the output)."""
+        lines that parses, else the first that gives a region (each a parse of the window around the line, or a
+        reparse of a copy of the tree). The tails' parses share TYPED_REPARSES_BUDGET_S; past it the region found so
+        far stands. `hurried` (the cursor has a region already, from a capture that may not say what the line is): the
+        budget covers every parse, and only a line that parses gives a region (else neutral); so on a stalled CPU the
+        capture's region can stand where an idle one finds the typed line's (a region shapes the draft tree, never the
+        output)."""
         line_start = self._bytes.rfind(b"\n", 0, cursor) + 1
         line = self._bytes[line_start:cursor]
         if not line.strip():
@@ -169,32 +169,63 @@ class SyntaxDocument:
         tails = [name + closers + tail.encode() for tail in self.language.line_tails]
         fallback = Region.NEUTRAL
         deadline = time.perf_counter() + (TYPED_REPARSES_BUDGET_S if hurried else NAMED_REPARSES_BUDGET_S)
+        base = self._base_for(line_start, cursor, deadline)  # (its tree, its bytes, where they start in the text)
+        at, line_at = cursor - base[2], line_start - base[2]  # the cursor and its line's start in those bytes
         for number, text in enumerate(typed + tails):
             if number == len(typed) and not hurried:  # (the name and closers have a budget of their own)
                 deadline = time.perf_counter() + TYPED_REPARSES_BUDGET_S
-            typed_bytes = self._bytes[:cursor] + text + self._bytes[cursor:]
-            tree = self._typed_tree(cursor, text, typed_bytes, deadline)
+            tree, typed_bytes = self._typed_tree(base, at, text, deadline)
             if tree is None:
                 if hurried:
                     self._hurried_skips = HURRIED_SKIPS
                 break
-            region = self._region_at_byte(cursor + len(name), tree=tree, size=len(typed_bytes))
-            if _line_fits(tree, line_start, cursor + len(text), typed_bytes):
+            region = self._region_at_byte(at + len(name), tree=tree, size=len(typed_bytes))
+            if _line_fits(tree, line_at, at + len(text), typed_bytes):
                 return region
             if fallback is Region.NEUTRAL and not hurried:
                 fallback = region
         return fallback
 
-    def _typed_tree(self, cursor: int, text: bytes, typed_bytes: bytes, deadline: float):
-        """The tree of `typed_bytes`, the text with `text` inserted at byte `cursor` (a reparse of a copy; the document
-        keeps its own), or None when the reparse runs past `deadline` (error recovery took ~20 ms where a Rust
-        line fitted nowhere)."""
-        row, column = self._point(cursor)
-        tree = self._tree.copy()
-        tree.edit(start_byte=cursor, old_end_byte=cursor, new_end_byte=cursor + len(text),
-                  start_point=(row, column), old_end_point=(row, column), new_end_point=(row, column + len(text)))
+    def _base_for(self, line_start: int, cursor: int, deadline: float) -> tuple:
+        """(tree, bytes, start): what the typed lines are parsed from. The document's top-level constructs from the one
+        holding the cursor's line to the one holding its next line of code, parsed alone (a top-level construct parses
+        as it does in the file), with the document's bytes from `start`; or the document's own tree where those are
+        over WINDOW_SHARE of the text (a Java file's one class). The tree is None when the parse ran past `deadline`."""
+        root = self._tree.root_node
+        whole = (self._tree, self._bytes, 0)
+        if root.child_count == 0:
+            return whole
+        first = root.first_child_for_byte(line_start) or root.child(root.child_count - 1)
+        last, end = first, _next_code_line_end(self._bytes, cursor)
+        while last.end_byte < end and last.next_sibling is not None:
+            last = last.next_sibling
+        start = self._bytes.rfind(b"\n", 0, min(first.start_byte, line_start)) + 1
+        stop = max(last.end_byte, end)
+        if stop - start > WINDOW_SHARE * len(self._bytes):
+            return whole
+        window = self._bytes[start:stop]
+        return self._parse(window, None, deadline), window, start
+
+    def _typed_tree(self, base: tuple, at: int, text: bytes, deadline: float):
+        """(the tree, its bytes): the base's bytes with `text` inserted at byte `at`, reparsed from a copy of the base's
+        tree (the document keeps its own); the tree is None when the parse runs past `deadline` (error recovery took
+        ~20 ms where a Rust line fitted nowhere in a long file)."""
+        base_tree, base_bytes, _ = base
+        typed_bytes = base_bytes[:at] + text + base_bytes[at:]
+        if base_tree is None:
+            return None, typed_bytes
+        row, column = _point(base_bytes, at)
+        tree = base_tree.copy()
+        tree.edit(start_byte=at, old_end_byte=at, new_end_byte=at + len(text), start_point=(row, column),
+                  old_end_point=(row, column), new_end_point=(row, column + len(text)))
+        return self._parse(typed_bytes, tree, deadline), typed_bytes
+
+    def _parse(self, text: bytes, old_tree, deadline: float):
+        """The tree of `text` (reusing `old_tree`, edited to match, if any), or None past `deadline`."""
+        if time.perf_counter() > deadline:  # (a short parse can end before its first progress check)
+            return None
         try:
-            return self._parser.parse(lambda byte, _point: typed_bytes[byte: byte + READ_CHUNK], tree,
+            return self._parser.parse(lambda byte, _position: text[byte: byte + READ_CHUNK], *([old_tree] if old_tree else []),
                                       progress_callback=lambda *_: time.perf_counter() > deadline)
         except ValueError:  # cancelled: the parser would resume this parse next time unless reset
             self._parser.reset()
@@ -222,6 +253,12 @@ class SyntaxDocument:
                     if inside and (best is None or key < best[0]) and admit(node):
                         best = (key, name)
         return Region(best[1]) if best else Region.NEUTRAL
+
+
+def _point(text: bytes, byte_offset: int) -> tuple[int, int]:
+    """(row, column in bytes) of byte `byte_offset` of `text`, as tree-sitter counts points."""
+    row = text.count(b"\n", 0, byte_offset)
+    return row, byte_offset - (text.rfind(b"\n", 0, byte_offset) + 1)
 
 
 def _closers(line: bytes) -> bytes:
