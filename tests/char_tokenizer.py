@@ -1,7 +1,8 @@
-"""A tokenizer for prompt tests: one token per character; the three FIM markers are tokens of their own."""
+"""A tokenizer for prompt tests: one token per character; the three FIM markers and Qwen's file separator are tokens
+of their own."""
 
 FIM = ("<pre>", "<suf>", "<mid>")
-MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM)}
+MARKERS = {name: 0x10000 + i for i, name in enumerate(FIM + ("<|file_sep|>",))}
 
 
 class CharTokenizer:

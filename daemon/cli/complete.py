@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..context.fim import build_fim_prompt, lf_only, split_at
-from ..context.languages import find_language
+from ..context.languages import file_name_hint, find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
 from ..modes import MODE_HELP, MODES
@@ -117,7 +117,8 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
 
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
-    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=args.file.name)
+    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix,
+                              path=file_name_hint(str(args.file)))
     language = find_language(None, str(args.file))
     region = SyntaxDocument(text, language).region_at(len(prefix))
     # the daemon's post-processing (service/completion.py): the same line mode, the same early stop at the end of the

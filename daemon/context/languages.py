@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import PurePath
+from urllib.parse import unquote, urlsplit
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,17 @@ def find_language(language_id: str | None = None, path: str | None = None) -> La
             if suffix in spec.extensions:
                 return spec
     return None
+
+
+def file_name_hint(location: str | None, language_id: str | None = None) -> str | None:
+    """The document's file name as the model's hint of its language (`main.go`): the last part of a path or URI where
+    it has a suffix, else `untitled` with the first suffix of the language the languageId names (an editor's new
+    buffer, `untitled:Untitled-1`), else None."""
+    name = unquote(urlsplit(location).path).replace("\\", "/").rsplit("/", 1)[-1] if location else ""
+    if PurePath(name).suffix:
+        return name
+    spec = find_language(language_id) if language_id else None
+    return f"untitled{spec.extensions[0]}" if spec else None
 
 
 @lru_cache(maxsize=None)

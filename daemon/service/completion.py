@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only
-from ..context.languages import find_language
+from ..context.languages import file_name_hint, find_language
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
@@ -198,7 +198,7 @@ class CompletionService:
         prefix, suffix = text[:cursor], text[cursor:]
         language = find_language(request.language_id or None, request.uri)
         region = self._region(session, language, text, cursor)
-        prompt = self._prompt(session, request.uri, prefix, suffix)
+        prompt = self._prompt(session, request.uri, request.language_id, prefix, suffix)
         context = cursor_context(prefix, suffix, region, language)
         shape = line_mode(request.line_mode, context)
         mode = self.config.mode if request.mode == "spec" else "ar"
@@ -252,7 +252,7 @@ class CompletionService:
         document = _document(request)
         text, cursor = document.text, document.cursor
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
-        prompt = self._prompt(session, request.uri, text[:cursor], text[cursor:])
+        prompt = self._prompt(session, request.uri, request.language_id, text[:cursor], text[cursor:])
         engine, state = self._engine_and_state(session, self.config.mode)
         if request.ahead > 1:  # the second guess goes to the spare state, from the closer of the two
             state = self._spare_for(session, engine, state, prompt.token_ids)
@@ -286,10 +286,11 @@ class CompletionService:
                                text[cursor:], cursor=cursor + len(typed), ahead=number)
                 for number, typed in enumerate(guesses, start=1)]
 
-    def _prompt(self, session, uri: str, prefix: str, suffix: str):
+    def _prompt(self, session, uri: str, language_id: str, prefix: str, suffix: str):
         """The FIM prompt, its window kept where the session's last one started (prefix KV reuse)."""
         prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
-                                  path=uri, budget=self.budget, sticky_start=session.prefix_start)
+                                  path=file_name_hint(uri, language_id), budget=self.budget,
+                                  sticky_start=session.prefix_start)
         session.prefix_start = prompt.prefix_start
         return prompt
 

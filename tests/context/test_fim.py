@@ -4,6 +4,7 @@ import pytest
 
 from char_tokenizer import FIM, CharTokenizer
 from nestling.daemon.context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only, split_at
+from nestling.daemon.context.languages import file_name_hint
 
 
 def shown(prefix, suffix, **kwargs):
@@ -52,3 +53,24 @@ def test_a_document_is_read_with_line_feeds_and_keeps_its_most_common_line_break
     assert LfDocument.of("a\nb\r\nc\n", 0).line_break == "\n"
     plain = LfDocument.of("a\nb", 3)
     assert (plain.text, plain.cursor, plain.in_its_line_breaks("x\n")) == ("a\nb", 3, "x\n")
+
+
+def test_a_document_of_one_line_at_most_is_named_first_for_its_language():
+    """(With only the FIM markers the default model wrote Angular TypeScript in an empty main.go, app.py or lib.rs.)"""
+    assert shown("", "", path="main.go") == "<|file_sep|>main.go\n<pre><suf><mid>"
+    assert shown("imp", "\n\n", path="app.py") == "<|file_sep|>app.py\n<pre>imp<suf>\n\n<mid>"
+    assert shown("\n\n#include <", "", path="util.c").startswith("<|file_sep|>util.c\n<pre>")
+    assert shown("package main\n\nfu", "", path="main.go") == "<pre>package main\n\nfu<suf>\n<mid>"  # a second line:
+    # enough to go on, and the name had cost a right answer there
+    assert shown("", "", path=None) == "<pre><suf><mid>"  # no name to give
+    long = "def f():\n    return 1\n"
+    assert shown(long, "", path="a.py", budget=FimBudget(path_header=True)).startswith("<|file_sep|>a.py\n<pre>def")
+
+
+def test_the_file_name_hint_comes_from_the_path_or_the_language():
+    assert file_name_hint("file:///home/me/my%20proj/main.go", "go") == "main.go"
+    assert file_name_hint("/home/me/src/lib.rs") == "lib.rs"
+    assert file_name_hint("C:\\src\\App.java") == "App.java"
+    assert file_name_hint("untitled:Untitled-1", "python") == "untitled.py"  # an editor's new buffer
+    assert file_name_hint("file:///home/me/notes", "typescriptreact") == "untitled.tsx"
+    assert file_name_hint("file:///home/me/notes", "plaintext") is None and file_name_hint(None) is None

@@ -213,3 +213,18 @@ def test_a_document_with_other_line_breaks_completes_as_the_same_with_line_feeds
     crlf = DOCUMENT.replace("\n", "\r\n")
     between = service.complete(CompletionRequest(uri=URI + "x", text=crlf + "\r\n", cursor=len(crlf) + 1))
     assert between.items[0].replace_start == len(crlf) + 1  # (a cursor between CR and LF is read as before the CR)
+
+
+def test_the_prompt_is_given_the_documents_file_name_or_its_languages(runtime, monkeypatch):
+    """(the prompt names the file where the document is too short to tell its language: context/fim.py)"""
+    from nestling.daemon.service import completion
+
+    names = []
+    build = completion.build_fim_prompt
+    monkeypatch.setattr(completion, "build_fim_prompt", lambda *args, path=None, **kwargs: (
+        names.append(path), build(*args, path=path, **kwargs))[1])
+    service = CompletionService(runtime, ServiceConfig(max_tokens=4))
+    service.complete(CompletionRequest(uri="untitled:Untitled-1", language_id="go", text="", cursor=0))
+    service.complete(CompletionRequest(uri="file:///src/my%20app/main.rs", language_id="rust", text="fn", cursor=2))
+    service.prefill(PrefillRequest(uri="untitled:Untitled-2", language_id="python", text="", cursor=0))
+    assert names == ["untitled.go", "main.rs", "untitled.py"]
