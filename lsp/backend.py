@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Callable
 
@@ -53,6 +54,8 @@ class TokenError(BackendError):
 Progress = Callable[[str, str | None], None]  # (phase: begin|report|end, message)
 
 
+CLIENT = f"nestling-lsp-{uuid.uuid4().hex[:12]}"  # this language server's name to the daemon: its requests supersede
+# only its own (another editor may have the same file open, or its own "untitled:Untitled-1")
 START_RETRY_S = 30.0  # after a failed start of the daemon, requests get its error for this long before another try
 
 
@@ -193,7 +196,7 @@ class DaemonBackend:
         return BackendError(f"{exc.code().name}: {exc.details()}")
 
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
-        request = full_text_request(query.uri, query.text, query.cursor, query.language_id,
+        request = full_text_request(query.uri, query.text, query.cursor, query.language_id, client=CLIENT,
                                     max_tokens=query.max_tokens, line_mode=LINE_MODE_CODES[query.line_mode],
                                     alternatives=query.alternatives)
         for attempt in range(2):
@@ -214,7 +217,7 @@ class DaemonBackend:
         failure only costs time at the first completion."""
         try:
             reply = await self.client.prefill(prefill_request(opened.uri, opened.text, opened.cursor,
-                                                              opened.language_id), timeout=120)
+                                                              opened.language_id, CLIENT), timeout=120)
         except grpc.aio.AioRpcError as exc:
             log.info("no prefill for %s: %s", opened.uri, exc)
             return

@@ -24,49 +24,49 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fnestling/proto/completion.proto\x12\x0bnestling.v1\"\x8a\x01\n\x08\x44ocument\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x13\n\x0blanguage_id\x18\x02 \x01(\t\x12%\n\x04\x66ull\x18\x03 \x01(\x0b\x32\x15.nestling.v1.FullTextH\x00\x12*\n\x05parts\x18\x04 \x01(\x0b\x32\x19.nestling.v1.PrefixSuffixH\x00\x42\t\n\x07\x63ontent\"/\n\x08\x46ullText\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rcursor_offset\x18\x02 \x01(\r\".\n\x0cPrefixSuffix\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\x0e\n\x06suffix\x18\x02 \x01(\t\"\xc6\x01\n\x07Options\x12\x12\n\nmax_tokens\x18\x01 \x01(\r\x12(\n\tline_mode\x18\x02 \x01(\x0e\x32\x15.nestling.v1.LineMode\x12\x13\n\x0btemperature\x18\x03 \x01(\x02\x12\r\n\x05top_p\x18\x04 \x01(\x02\x12\x14\n\x0c\x61lternatives\x18\x05 \x01(\r\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\'\n\x04mode\x18\x07 \x01(\x0e\x32\x19.nestling.v1.DecodingMode\x12\x0c\n\x04seed\x18\x08 \x01(\x04\"a\n\x0f\x43ompleteRequest\x12\'\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x15.nestling.v1.Document\x12%\n\x07options\x18\x02 \x01(\x0b\x32\x14.nestling.v1.Options\"#\n\x05Range\x12\r\n\x05start\x18\x01 \x01(\r\x12\x0b\n\x03\x65nd\x18\x02 \x01(\r\"D\n\x0e\x43ompletionItem\x12\x0c\n\x04text\x18\x01 \x01(\t\x12$\n\x08replaces\x18\x02 \x01(\x0b\x32\x12.nestling.v1.Range\"\xda\x01\n\x0f\x43ompletionStats\x12\x0e\n\x06tokens\x18\x01 \x01(\r\x12\x0b\n\x03tau\x18\x02 \x01(\x02\x12\x15\n\rprompt_tokens\x18\x03 \x01(\r\x12\x1c\n\x14reused_prefix_tokens\x18\x04 \x01(\r\x12\x1e\n\x16time_to_first_token_ms\x18\x05 \x01(\x02\x12\x10\n\x08total_ms\x18\x06 \x01(\x02\x12\x10\n\x08queue_ms\x18\x07 \x01(\x02\x12\x0e\n\x06region\x18\x08 \x01(\t\x12\x13\n\x0bstop_reason\x18\t \x01(\t\x12\x0c\n\x04mode\x18\n \x01(\t\"k\n\x10\x43ompleteResponse\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.nestling.v1.CompletionItem\x12+\n\x05stats\x18\x02 \x01(\x0b\x32\x1c.nestling.v1.CompletionStats\"\x84\x01\n\rCompleteChunk\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\x12*\n\x05items\x18\x03 \x03(\x0b\x32\x1b.nestling.v1.CompletionItem\x12+\n\x05stats\x18\x04 \x01(\x0b\x32\x1c.nestling.v1.CompletionStats\"9\n\x0ePrefillRequest\x12\'\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x15.nestling.v1.Document\"}\n\x0fPrefillResponse\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x15\n\rreused_tokens\x18\x02 \x01(\r\x12\x18\n\x10prefilled_tokens\x18\x03 \x01(\r\x12\x10\n\x08\x63omplete\x18\x04 \x01(\x08\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\"\x11\n\x0fGetStatsRequest\"D\n\x12LatencyPercentiles\x12\x0e\n\x06p50_ms\x18\x01 \x01(\x02\x12\x0e\n\x06p95_ms\x18\x02 \x01(\x02\x12\x0e\n\x06p99_ms\x18\x03 \x01(\x02\"\xde\x04\n\x10GetStatsResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\x0c\n\x04head\x18\x04 \x01(\t\x12\x10\n\x08uptime_s\x18\x05 \x01(\x01\x12\x10\n\x08requests\x18\x06 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x07 \x01(\x04\x12\x12\n\nsuperseded\x18\x08 \x01(\x04\x12\x11\n\tcancelled\x18\x17 \x01(\x04\x12\x19\n\x11\x64\x65\x61\x64line_exceeded\x18\x18 \x01(\x04\x12\x10\n\x08mean_tau\x18\t \x01(\x02\x12<\n\x13time_to_first_token\x18\n \x01(\x0b\x32\x1f.nestling.v1.LatencyPercentiles\x12.\n\x05total\x18\x0b \x01(\x0b\x32\x1f.nestling.v1.LatencyPercentiles\x12\x13\n\x0b\x63\x61\x63he_bytes\x18\x0c \x01(\x04\x12\x17\n\x0f\x63\x61\x63he_documents\x18\r \x01(\r\x12\x19\n\x11\x63\x61\x63he_limit_bytes\x18\x0e \x01(\x04\x12\x10\n\x08prefills\x18\x0f \x01(\x04\x12\x18\n\x10prefilled_tokens\x18\x10 \x01(\x04\x12\x16\n\x0eprefills_ahead\x18\x11 \x01(\x04\x12\x1b\n\x13prefills_ahead_used\x18\x12 \x01(\x04\x12\x12\n\nexact_rows\x18\x13 \x01(\r\x12\x16\n\x0epacked_weights\x18\x14 \x01(\x08\x12.\n\x0c\x63ost_profile\x18\x15 \x01(\x0b\x32\x18.nestling.v1.CostProfile\x12\x12\n\ncode_stamp\x18\x16 \x01(\t\"v\n\x0b\x43ostProfile\x12\x15\n\rverify_one_ms\x18\x01 \x01(\x02\x12\x14\n\x0cverify_16_ms\x18\x02 \x01(\x02\x12\x15\n\rdraft_step_ms\x18\x03 \x01(\x02\x12\x13\n\x0bmeasured_at\x18\x04 \x01(\t\x12\x0e\n\x06\x63\x61\x63hed\x18\x05 \x01(\x08*I\n\x08LineMode\x12\x12\n\x0eLINE_MODE_AUTO\x10\x00\x12\x14\n\x10LINE_MODE_SINGLE\x10\x01\x12\x13\n\x0fLINE_MODE_MULTI\x10\x02*O\n\x0c\x44\x65\x63odingMode\x12\x1d\n\x19\x44\x45\x43ODING_MODE_SPECULATIVE\x10\x00\x12 \n\x1c\x44\x45\x43ODING_MODE_AUTOREGRESSIVE\x10\x01\x32\xb2\x02\n\nCompletion\x12G\n\x08\x43omplete\x12\x1c.nestling.v1.CompleteRequest\x1a\x1d.nestling.v1.CompleteResponse\x12L\n\x0e\x43ompleteStream\x12\x1c.nestling.v1.CompleteRequest\x1a\x1a.nestling.v1.CompleteChunk0\x01\x12G\n\x08GetStats\x12\x1c.nestling.v1.GetStatsRequest\x1a\x1d.nestling.v1.GetStatsResponse\x12\x44\n\x07Prefill\x12\x1b.nestling.v1.PrefillRequest\x1a\x1c.nestling.v1.PrefillResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fnestling/proto/completion.proto\x12\x0bnestling.v1\"\x9a\x01\n\x08\x44ocument\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x13\n\x0blanguage_id\x18\x02 \x01(\t\x12%\n\x04\x66ull\x18\x03 \x01(\x0b\x32\x15.nestling.v1.FullTextH\x00\x12*\n\x05parts\x18\x04 \x01(\x0b\x32\x19.nestling.v1.PrefixSuffixH\x00\x12\x0e\n\x06\x63lient\x18\x05 \x01(\tB\t\n\x07\x63ontent\"/\n\x08\x46ullText\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rcursor_offset\x18\x02 \x01(\r\".\n\x0cPrefixSuffix\x12\x0e\n\x06prefix\x18\x01 \x01(\t\x12\x0e\n\x06suffix\x18\x02 \x01(\t\"\xc6\x01\n\x07Options\x12\x12\n\nmax_tokens\x18\x01 \x01(\r\x12(\n\tline_mode\x18\x02 \x01(\x0e\x32\x15.nestling.v1.LineMode\x12\x13\n\x0btemperature\x18\x03 \x01(\x02\x12\r\n\x05top_p\x18\x04 \x01(\x02\x12\x14\n\x0c\x61lternatives\x18\x05 \x01(\r\x12\x0c\n\x04stop\x18\x06 \x03(\t\x12\'\n\x04mode\x18\x07 \x01(\x0e\x32\x19.nestling.v1.DecodingMode\x12\x0c\n\x04seed\x18\x08 \x01(\x04\"a\n\x0f\x43ompleteRequest\x12\'\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x15.nestling.v1.Document\x12%\n\x07options\x18\x02 \x01(\x0b\x32\x14.nestling.v1.Options\"#\n\x05Range\x12\r\n\x05start\x18\x01 \x01(\r\x12\x0b\n\x03\x65nd\x18\x02 \x01(\r\"D\n\x0e\x43ompletionItem\x12\x0c\n\x04text\x18\x01 \x01(\t\x12$\n\x08replaces\x18\x02 \x01(\x0b\x32\x12.nestling.v1.Range\"\xda\x01\n\x0f\x43ompletionStats\x12\x0e\n\x06tokens\x18\x01 \x01(\r\x12\x0b\n\x03tau\x18\x02 \x01(\x02\x12\x15\n\rprompt_tokens\x18\x03 \x01(\r\x12\x1c\n\x14reused_prefix_tokens\x18\x04 \x01(\r\x12\x1e\n\x16time_to_first_token_ms\x18\x05 \x01(\x02\x12\x10\n\x08total_ms\x18\x06 \x01(\x02\x12\x10\n\x08queue_ms\x18\x07 \x01(\x02\x12\x0e\n\x06region\x18\x08 \x01(\t\x12\x13\n\x0bstop_reason\x18\t \x01(\t\x12\x0c\n\x04mode\x18\n \x01(\t\"k\n\x10\x43ompleteResponse\x12*\n\x05items\x18\x01 \x03(\x0b\x32\x1b.nestling.v1.CompletionItem\x12+\n\x05stats\x18\x02 \x01(\x0b\x32\x1c.nestling.v1.CompletionStats\"\x84\x01\n\rCompleteChunk\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x08\x12*\n\x05items\x18\x03 \x03(\x0b\x32\x1b.nestling.v1.CompletionItem\x12+\n\x05stats\x18\x04 \x01(\x0b\x32\x1c.nestling.v1.CompletionStats\"9\n\x0ePrefillRequest\x12\'\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x15.nestling.v1.Document\"}\n\x0fPrefillResponse\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x15\n\rreused_tokens\x18\x02 \x01(\r\x12\x18\n\x10prefilled_tokens\x18\x03 \x01(\r\x12\x10\n\x08\x63omplete\x18\x04 \x01(\x08\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\"\x11\n\x0fGetStatsRequest\"D\n\x12LatencyPercentiles\x12\x0e\n\x06p50_ms\x18\x01 \x01(\x02\x12\x0e\n\x06p95_ms\x18\x02 \x01(\x02\x12\x0e\n\x06p99_ms\x18\x03 \x01(\x02\"\xde\x04\n\x10GetStatsResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\x0c\n\x04head\x18\x04 \x01(\t\x12\x10\n\x08uptime_s\x18\x05 \x01(\x01\x12\x10\n\x08requests\x18\x06 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x07 \x01(\x04\x12\x12\n\nsuperseded\x18\x08 \x01(\x04\x12\x11\n\tcancelled\x18\x17 \x01(\x04\x12\x19\n\x11\x64\x65\x61\x64line_exceeded\x18\x18 \x01(\x04\x12\x10\n\x08mean_tau\x18\t \x01(\x02\x12<\n\x13time_to_first_token\x18\n \x01(\x0b\x32\x1f.nestling.v1.LatencyPercentiles\x12.\n\x05total\x18\x0b \x01(\x0b\x32\x1f.nestling.v1.LatencyPercentiles\x12\x13\n\x0b\x63\x61\x63he_bytes\x18\x0c \x01(\x04\x12\x17\n\x0f\x63\x61\x63he_documents\x18\r \x01(\r\x12\x19\n\x11\x63\x61\x63he_limit_bytes\x18\x0e \x01(\x04\x12\x10\n\x08prefills\x18\x0f \x01(\x04\x12\x18\n\x10prefilled_tokens\x18\x10 \x01(\x04\x12\x16\n\x0eprefills_ahead\x18\x11 \x01(\x04\x12\x1b\n\x13prefills_ahead_used\x18\x12 \x01(\x04\x12\x12\n\nexact_rows\x18\x13 \x01(\r\x12\x16\n\x0epacked_weights\x18\x14 \x01(\x08\x12.\n\x0c\x63ost_profile\x18\x15 \x01(\x0b\x32\x18.nestling.v1.CostProfile\x12\x12\n\ncode_stamp\x18\x16 \x01(\t\"v\n\x0b\x43ostProfile\x12\x15\n\rverify_one_ms\x18\x01 \x01(\x02\x12\x14\n\x0cverify_16_ms\x18\x02 \x01(\x02\x12\x15\n\rdraft_step_ms\x18\x03 \x01(\x02\x12\x13\n\x0bmeasured_at\x18\x04 \x01(\t\x12\x0e\n\x06\x63\x61\x63hed\x18\x05 \x01(\x08*I\n\x08LineMode\x12\x12\n\x0eLINE_MODE_AUTO\x10\x00\x12\x14\n\x10LINE_MODE_SINGLE\x10\x01\x12\x13\n\x0fLINE_MODE_MULTI\x10\x02*O\n\x0c\x44\x65\x63odingMode\x12\x1d\n\x19\x44\x45\x43ODING_MODE_SPECULATIVE\x10\x00\x12 \n\x1c\x44\x45\x43ODING_MODE_AUTOREGRESSIVE\x10\x01\x32\xb2\x02\n\nCompletion\x12G\n\x08\x43omplete\x12\x1c.nestling.v1.CompleteRequest\x1a\x1d.nestling.v1.CompleteResponse\x12L\n\x0e\x43ompleteStream\x12\x1c.nestling.v1.CompleteRequest\x1a\x1a.nestling.v1.CompleteChunk0\x01\x12G\n\x08GetStats\x12\x1c.nestling.v1.GetStatsRequest\x1a\x1d.nestling.v1.GetStatsResponse\x12\x44\n\x07Prefill\x12\x1b.nestling.v1.PrefillRequest\x1a\x1c.nestling.v1.PrefillResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'nestling.proto.completion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LINEMODE']._serialized_start=2162
-  _globals['_LINEMODE']._serialized_end=2235
-  _globals['_DECODINGMODE']._serialized_start=2237
-  _globals['_DECODINGMODE']._serialized_end=2316
+  _globals['_LINEMODE']._serialized_start=2178
+  _globals['_LINEMODE']._serialized_end=2251
+  _globals['_DECODINGMODE']._serialized_start=2253
+  _globals['_DECODINGMODE']._serialized_end=2332
   _globals['_DOCUMENT']._serialized_start=49
-  _globals['_DOCUMENT']._serialized_end=187
-  _globals['_FULLTEXT']._serialized_start=189
-  _globals['_FULLTEXT']._serialized_end=236
-  _globals['_PREFIXSUFFIX']._serialized_start=238
-  _globals['_PREFIXSUFFIX']._serialized_end=284
-  _globals['_OPTIONS']._serialized_start=287
-  _globals['_OPTIONS']._serialized_end=485
-  _globals['_COMPLETEREQUEST']._serialized_start=487
-  _globals['_COMPLETEREQUEST']._serialized_end=584
-  _globals['_RANGE']._serialized_start=586
-  _globals['_RANGE']._serialized_end=621
-  _globals['_COMPLETIONITEM']._serialized_start=623
-  _globals['_COMPLETIONITEM']._serialized_end=691
-  _globals['_COMPLETIONSTATS']._serialized_start=694
-  _globals['_COMPLETIONSTATS']._serialized_end=912
-  _globals['_COMPLETERESPONSE']._serialized_start=914
-  _globals['_COMPLETERESPONSE']._serialized_end=1021
-  _globals['_COMPLETECHUNK']._serialized_start=1024
-  _globals['_COMPLETECHUNK']._serialized_end=1156
-  _globals['_PREFILLREQUEST']._serialized_start=1158
-  _globals['_PREFILLREQUEST']._serialized_end=1215
-  _globals['_PREFILLRESPONSE']._serialized_start=1217
-  _globals['_PREFILLRESPONSE']._serialized_end=1342
-  _globals['_GETSTATSREQUEST']._serialized_start=1344
-  _globals['_GETSTATSREQUEST']._serialized_end=1361
-  _globals['_LATENCYPERCENTILES']._serialized_start=1363
-  _globals['_LATENCYPERCENTILES']._serialized_end=1431
-  _globals['_GETSTATSRESPONSE']._serialized_start=1434
-  _globals['_GETSTATSRESPONSE']._serialized_end=2040
-  _globals['_COSTPROFILE']._serialized_start=2042
-  _globals['_COSTPROFILE']._serialized_end=2160
-  _globals['_COMPLETION']._serialized_start=2319
-  _globals['_COMPLETION']._serialized_end=2625
+  _globals['_DOCUMENT']._serialized_end=203
+  _globals['_FULLTEXT']._serialized_start=205
+  _globals['_FULLTEXT']._serialized_end=252
+  _globals['_PREFIXSUFFIX']._serialized_start=254
+  _globals['_PREFIXSUFFIX']._serialized_end=300
+  _globals['_OPTIONS']._serialized_start=303
+  _globals['_OPTIONS']._serialized_end=501
+  _globals['_COMPLETEREQUEST']._serialized_start=503
+  _globals['_COMPLETEREQUEST']._serialized_end=600
+  _globals['_RANGE']._serialized_start=602
+  _globals['_RANGE']._serialized_end=637
+  _globals['_COMPLETIONITEM']._serialized_start=639
+  _globals['_COMPLETIONITEM']._serialized_end=707
+  _globals['_COMPLETIONSTATS']._serialized_start=710
+  _globals['_COMPLETIONSTATS']._serialized_end=928
+  _globals['_COMPLETERESPONSE']._serialized_start=930
+  _globals['_COMPLETERESPONSE']._serialized_end=1037
+  _globals['_COMPLETECHUNK']._serialized_start=1040
+  _globals['_COMPLETECHUNK']._serialized_end=1172
+  _globals['_PREFILLREQUEST']._serialized_start=1174
+  _globals['_PREFILLREQUEST']._serialized_end=1231
+  _globals['_PREFILLRESPONSE']._serialized_start=1233
+  _globals['_PREFILLRESPONSE']._serialized_end=1358
+  _globals['_GETSTATSREQUEST']._serialized_start=1360
+  _globals['_GETSTATSREQUEST']._serialized_end=1377
+  _globals['_LATENCYPERCENTILES']._serialized_start=1379
+  _globals['_LATENCYPERCENTILES']._serialized_end=1447
+  _globals['_GETSTATSRESPONSE']._serialized_start=1450
+  _globals['_GETSTATSRESPONSE']._serialized_end=2056
+  _globals['_COSTPROFILE']._serialized_start=2058
+  _globals['_COSTPROFILE']._serialized_end=2176
+  _globals['_COMPLETION']._serialized_start=2335
+  _globals['_COMPLETION']._serialized_end=2641
 # @@protoc_insertion_point(module_scope)

@@ -24,16 +24,18 @@ DECODING_MODE_SPECULATIVE: DecodingMode
 DECODING_MODE_AUTOREGRESSIVE: DecodingMode
 
 class Document(_message.Message):
-    __slots__ = ("uri", "language_id", "full", "parts")
+    __slots__ = ("uri", "language_id", "full", "parts", "client")
     URI_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_ID_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
     uri: str
     language_id: str
     full: FullText
     parts: PrefixSuffix
-    def __init__(self, uri: _Optional[str] = ..., language_id: _Optional[str] = ..., full: _Optional[_Union[FullText, _Mapping]] = ..., parts: _Optional[_Union[PrefixSuffix, _Mapping]] = ...) -> None: ...
+    client: str
+    def __init__(self, uri: _Optional[str] = ..., language_id: _Optional[str] = ..., full: _Optional[_Union[FullText, _Mapping]] = ..., parts: _Optional[_Union[PrefixSuffix, _Mapping]] = ..., client: _Optional[str] = ...) -> None: ...
 
 class FullText(_message.Message):
     __slots__ = ("text", "cursor_offset")

@@ -51,14 +51,15 @@ LINE_MODE_CODES = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "mu
 CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000))
 
 
-def full_text_request(uri: str, text: str, cursor: int, language_id: str = "", **options) -> pb.CompleteRequest:
-    return pb.CompleteRequest(document=pb.Document(uri=uri, language_id=language_id,
+def full_text_request(uri: str, text: str, cursor: int, language_id: str = "", client: str = "", **options
+                      ) -> pb.CompleteRequest:
+    return pb.CompleteRequest(document=pb.Document(uri=uri, language_id=language_id, client=client,
                                                    full=pb.FullText(text=text, cursor_offset=cursor)),
                               options=pb.Options(**options))
 
 
-def prefill_request(uri: str, text: str, cursor: int, language_id: str = "") -> pb.PrefillRequest:
-    return pb.PrefillRequest(document=pb.Document(uri=uri, language_id=language_id,
+def prefill_request(uri: str, text: str, cursor: int, language_id: str = "", client: str = "") -> pb.PrefillRequest:
+    return pb.PrefillRequest(document=pb.Document(uri=uri, language_id=language_id, client=client,
                                                   full=pb.FullText(text=text, cursor_offset=cursor)))
 
 

@@ -19,8 +19,8 @@ def document_fields(document: pb.Document) -> dict:
         text, cursor = document.full.text, document.full.cursor_offset
     elif content == "parts":
         prefix, suffix = document.parts.prefix, document.parts.suffix
-    return dict(uri=document.uri, language_id=document.language_id, text=text, cursor=cursor, prefix=prefix,
-                suffix=suffix)
+    return dict(uri=document.uri, language_id=document.language_id, client=document.client, text=text, cursor=cursor,
+                prefix=prefix, suffix=suffix)
 
 
 def prefill_from_proto(message: pb.PrefillRequest) -> PrefillRequest:

@@ -53,6 +53,8 @@ class DeadlineExceeded(Exception):
 class CompletionRequest:
     uri: str  # the document's identity (path or URI): requests with the same uri share a session
     language_id: str = ""  # LSP languageId; "" = from the uri's suffix
+    client: str = ""  # who asks (an editor's language server): a newer request supersedes an older one for the
+    # same uri only from the same client
     text: str | None = None  # the whole document, with `cursor` ...
     cursor: int | None = None  # ... the cursor as a code-point offset into text
     prefix: str | None = None  # or only the text before ...
@@ -74,6 +76,7 @@ class PrefillRequest:
 
     uri: str
     language_id: str = ""
+    client: str = ""
     text: str | None = None
     cursor: int | None = None  # where a completion is expected; a client that can't tell gives len(text)
     prefix: str | None = None

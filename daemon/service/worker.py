@@ -1,5 +1,5 @@
 """One worker thread owns the model. The asyncio server never runs model code itself: it submits jobs
-and awaits their futures. A newer job for the same document supersedes older ones: queued ones are
+and awaits their futures. A newer job for the same document from the same client supersedes older ones: queued ones are
 answered Superseded at once (and skipped), a running one stops at its next speculative step. Prefills (files just opened) are the lowest
 priority: any completion request, and a newer prefill, supersedes every prefill queued or running (a
 running one stops between chunks, keeping what it did). When a completion ends and nothing else waits, the
@@ -57,8 +57,8 @@ class ModelWorker:
                 for older in jobs:
                     if older.cancel.is_set():  # its client cancelled it (or it was superseded before): counted so
                         continue
-                    if isinstance(older.request, PrefillRequest) or (
-                            uri == request.uri and isinstance(request, CompletionRequest)):
+                    if isinstance(older.request, PrefillRequest) or (isinstance(request, CompletionRequest) and (
+                            uri, older.request.client) == (request.uri, request.client)):
                         older.superseded = True
                         older.cancel.set()  # a running job stops at its next step; a queued one is skipped
                         if not older.started and not older.future.done():  # its caller hears now, not when skipped

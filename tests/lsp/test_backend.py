@@ -263,3 +263,32 @@ def test_a_restart_the_user_asks_for_is_tried_even_right_after_a_failed_start(tm
         return spawned
 
     assert asyncio.run(scenario()) == ["--detach", "--restart"]
+
+
+def test_the_daemon_backend_names_this_language_server_in_every_request(tmp_path, monkeypatch):
+    """The daemon supersedes a request only by a newer one from the same client: another editor's for the same file
+    must not cancel this one's."""
+    import nestling.lsp.backend as backend_module
+    from nestling.proto import completion_pb2 as pb
+
+    sent = []
+
+    async def complete(request, timeout=None):
+        sent.append(request.document.client)
+        return pb.CompleteResponse()
+
+    async def prefill(request, timeout=None):
+        sent.append(request.document.client)
+        return pb.PrefillResponse()
+
+    async def scenario():
+        backend = DaemonBackend(str(tmp_path / "d.sock"), None, None, auto_start=False)
+        monkeypatch.setattr(backend.client, "complete", complete)
+        monkeypatch.setattr(backend.client, "prefill", prefill)
+        await backend.complete(Query(uri="untitled:Untitled-1", language_id="python", text="x", cursor=1,
+                                     max_tokens=4, line_mode="auto", alternatives=1))
+        await backend.prefill(Opened(uri="untitled:Untitled-1", language_id="python", text="x", cursor=1))
+        await backend.close()
+
+    asyncio.run(scenario())
+    assert sent == [backend_module.CLIENT] * 2 and backend_module.CLIENT.startswith("nestling-lsp-")

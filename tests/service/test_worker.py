@@ -161,6 +161,21 @@ def test_a_queued_completion_is_answered_superseded_as_soon_as_a_newer_one_comes
     assert worker.service.log == ["complete file:///a.py", "complete file:///b.py"]
 
 
+def test_requests_for_the_same_document_from_two_clients_do_not_supersede_each_other(worker):
+    """(Two editors with the same file open, or each with its "untitled:Untitled-1", had starved each other.)"""
+    running = worker.submit(CompletionRequest(uri="untitled:Untitled-1", client="editor A", text="x", cursor=1))
+    assert worker.service.started.wait(5)
+    other = worker.submit(CompletionRequest(uri="untitled:Untitled-1", client="editor B", text="y", cursor=1))
+    newer = worker.submit(CompletionRequest(uri="untitled:Untitled-1", client="editor B", text="yz", cursor=2))
+    assert not running.cancel.is_set()
+    with pytest.raises(Superseded):  # editor B's older request, by its newer one
+        other.future.result(5)
+    worker.service.release.set()
+    assert isinstance(running.future.result(5), CompletionResult)
+    assert isinstance(newer.future.result(5), CompletionResult)
+    wait_for(lambda: worker.stats.snapshot()["superseded"] == 1)
+
+
 def unanswered(worker) -> dict:
     snapshot = worker.stats.snapshot()
     return {key: snapshot[key] for key in ("superseded", "cancelled", "deadline_exceeded", "errors", "requests")}
