@@ -57,7 +57,9 @@ def offset_at(text: str, position: types.Position, encoding=types.PositionEncodi
             return len(text)
         if at_last_empty_line:
             raise ValueError(f"character {position.character} is past the end of line {position.line} (0 units)")
-        raise ValueError(f"line {position.line} is past the end of the document ({len(lines)} lines)")
+        count = line_count(text)
+        raise ValueError(f"line {position.line} is past the end of the document ({count} line{'s' * (count != 1)}, "
+                         f"0 to {count - 1})")
     content = lines[position.line].rstrip("\r\n")
     column, inside, units = _split_line(content, position.character, encoding)
     if position.character > units:
@@ -77,8 +79,9 @@ def cursor_offset(document, position: types.Position) -> int:
 
 def apply_change(text: str, change_range: types.Range, new_text: str, encoding=types.PositionEncodingKind.Utf16) -> str:
     """The text after an incremental didChange: `new_text` in place of the range (lines as LSP counts them). A
-    notification gets no error, so a position past the end of its line or of the text is taken as that end, and one
-    inside a character as that character's start, as editors expect."""
+    notification gets no error, so as editors do (VS Code's text model), a position past the end of its line or of the
+    text is taken as that end, one inside a character as that character's start, and a range that ends before it
+    starts as the range from its end to its start (`change_problem` says which of these need a log line)."""
     lines = lsp_lines(text)
 
     def offset(position: types.Position) -> int:
@@ -87,8 +90,29 @@ def apply_change(text: str, change_range: types.Range, new_text: str, encoding=t
         content = lines[position.line].rstrip("\r\n")
         return _line_start(lines, position.line) + _split_line(content, position.character, encoding)[0]
 
-    start, end = offset(change_range.start), offset(change_range.end)
-    return text[:start] + new_text + text[max(start, end):]
+    start, end = sorted((offset(change_range.start), offset(change_range.end)))
+    return text[:start] + new_text + text[end:]
+
+
+def change_problem(text: str, change_range: types.Range) -> str | None:
+    """What is wrong with an incremental didChange's range, for a log line: a line past the document's end or a range
+    that ends before it starts (apply_change still applies it, as editors would; the editor's text and the server's
+    may differ from then on); None for a range that fits (a character past its line's end is its end, by the spec)."""
+    last = line_count(text) - 1
+    start, end = change_range.start, change_range.end
+    past = [f"{name} line {p.line}" for name, p in (("its start's", start), ("its end's", end)) if p.line > last]
+    if past:
+        return f"{' and '.join(past)} lie{'s' if len(past) == 1 else ''} past the document's last line ({last}): " \
+               "applied at the document's end"
+    if (end.line, end.character) < (start.line, start.character):
+        return f"the range ends ({end.line}:{end.character}) before it starts ({start.line}:{start.character}): " \
+               "applied from its end to its start"
+    return None
+
+
+def line_count(text: str) -> int:
+    """The lines an editor shows for the text: the empty line after a last line break counts (an empty text: one)."""
+    return len(lsp_lines(text)) + (not text or text.endswith(("\n", "\r")))
 
 
 def encodable(text: str) -> str:

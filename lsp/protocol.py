@@ -32,10 +32,30 @@ class LspTextDocument(TextDocument):
         return tuple(convert.lsp_lines(self.source))
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        problem = convert.change_problem(self.source, change.range)
+        if problem:
+            log.warning("textDocument/didChange of %s: %s", self.uri, problem)
         self._source = convert.apply_change(self.source, change.range, change.text, self.position_codec.encoding)
 
 
 class LspWorkspace(Workspace):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stale_versions_told: set[str] = set()  # documents whose edit came with an old version (logged once each)
+
+    def update_text_document(self, text_doc: types.VersionedTextDocumentIdentifier, change) -> None:
+        """pygls's, with a log line (once per document) for an edit whose version is older than the document's: it is
+        applied as sent (a client that never counts versions right still gets completions on its text), but the
+        editor may have sent its edits out of order."""
+        document = self.get_text_document(text_doc.uri)
+        if document.version is not None and text_doc.version < document.version and \
+                document.uri not in self.stale_versions_told:
+            self.stale_versions_told.add(document.uri)
+            log.warning("textDocument/didChange of %s: version %d after version %d (versions must grow): applied as "
+                        "sent; the editor's text and the server's may differ", text_doc.uri, text_doc.version,
+                        document.version)
+        super().update_text_document(text_doc, change)
+
     def _create_text_document(self, doc_uri, source=None, version=None, language_id=None) -> TextDocument:
         return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
                                sync_kind=self._sync_kind, position_codec=self.position_codec)

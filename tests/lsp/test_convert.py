@@ -4,7 +4,8 @@ import pytest
 from lsprotocol import types
 from pygls.workspace import PositionCodec, TextDocument
 
-from nestling.lsp.convert import apply_change, cursor_offset, encodable, lsp_lines, offset_at, request_id
+from nestling.lsp.convert import (apply_change, change_problem, cursor_offset, encodable, line_count, lsp_lines,
+                                  offset_at, request_id)
 
 
 def test_lone_surrogates_become_one_character_each_and_valid_text_is_kept_as_it_is():
@@ -28,9 +29,11 @@ def test_the_cursor_lands_on_the_lsp_line_whatever_other_line_breaks_the_text_ho
     assert cursor_offset(TextDocument("file:///x.py", text), position) == len(text)
     assert cursor_offset(TextDocument("file:///x.py", text), types.Position(line=1, character=11)) == \
         text.index("v):")
-    with pytest.raises(ValueError, match="past the end of the document \\(3 lines\\)"):
+    with pytest.raises(ValueError, match="past the end of the document \\(3 lines, 0 to 2\\)"):
         offset_at(text, types.Position(line=3, character=0))
     assert offset_at("x = 1\r\n", types.Position(line=1, character=0)) == 7  # the empty last line
+    with pytest.raises(ValueError, match="line 2 is past the end of the document \\(2 lines, 0 to 1\\)"):
+        offset_at("x = 1\r\n", types.Position(line=2, character=0))  # (it said "1 lines")
     with pytest.raises(ValueError, match="character 3 is past the end of line 1 \\(0 units\\)"):
         offset_at("x = 1\r\n", types.Position(line=1, character=3))  # (it said the line was past the document)
     assert lsp_lines(f"a{char}b\nc\r\nd\re") == [f"a{char}b\n", "c\r\n", "d\r", "e"]
@@ -70,6 +73,21 @@ def test_incremental_edits_follow_lsp_lines():
         "a!\r\nb\rc😀d"
     past_the_end = types.Range(start=types.Position(50, 0), end=types.Position(60, 3))
     assert apply_change(text, past_the_end, "XYZ") == text + "XYZ"
+    reversed_range = types.Range(start=types.Position(2, 3), end=types.Position(0, 1))  # as VS Code: end to start
+    assert apply_change(text, reversed_range, "-") == "a-d"  # (it inserted at the start, deleting nothing)
+
+
+def test_an_edit_whose_range_does_not_fit_is_named_for_a_log_line():
+    text = "def add(a, b):\n    return \n"
+    fits = [((1, 11), (1, 11)), ((2, 0), (2, 0)), ((1, 40), (1, 40))]  # the empty last line; past a line's end: its end
+    for start, end in fits:
+        assert change_problem(text, types.Range(start=types.Position(*start), end=types.Position(*end))) is None
+    past = change_problem(text, types.Range(start=types.Position(5, 0), end=types.Position(5, 0)))
+    assert past == "its start's line 5 and its end's line 5 lie past the document's last line (2): applied at the " \
+                   "document's end"
+    backwards = change_problem(text, types.Range(start=types.Position(1, 11), end=types.Position(1, 4)))
+    assert backwards == "the range ends (1:4) before it starts (1:11): applied from its end to its start"
+    assert [line_count(t) for t in ("", "a", "a\n", "a\r\nb", "a\rb\r")] == [1, 1, 2, 2, 3]
 
 
 def test_the_id_of_a_request_that_does_not_parse_is_found_when_its_first_members_say_it():

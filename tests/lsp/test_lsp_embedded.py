@@ -276,6 +276,34 @@ async def test_messages_out_of_turn_are_refused_and_the_open_documents_stay(clie
     assert len(refused) == 4 and "file:///work/closed.py is not open" in refused[0], err
 
 
+@pytest.mark.asyncio(loop_scope="module")
+async def test_edits_that_do_not_fit_are_applied_as_editors_would_with_a_log_line(client: LanguageClient, capfd):
+    uri = "file:///work/edits.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=5, text="def add(a, b):\n    return \n")))
+
+    def change(version, start, end, text):
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(*start), end=types.Position(*end)), text=text)]))
+
+    change(3, (1, 11), (1, 11), "a")  # an older version: applied as sent, said once for the document
+    change(2, (1, 12), (1, 12), " +")
+    change(6, (9, 0), (9, 0), "x = 1\n")  # past the last line: at the end
+    change(7, (1, 14), (1, 4), "")  # ends before it starts: from its end to its start ("return a +" goes)
+    with pytest.raises(Exception, match=r"past the end of the document \(4 lines, 0 to 3\)"):
+        await client.text_document_inline_completion_async(inline_params(4, 0, uri=uri))
+    result = await client.text_document_inline_completion_async(inline_params(1, 4, uri=uri))
+    assert len(result.items) == 1  # (at the end of "    ", where "return a +" was)
+    await asyncio.sleep(0.5)  # the server's stderr is forwarded
+    err = capfd.readouterr().err
+    told = [line for line in err.splitlines() if f"didChange of {uri}" in line]
+    assert len(told) == 3, err
+    assert "version 3 after version 5" in told[0] and "past the document's last line (2)" in told[1] and \
+        "ends (1:4) before it starts (1:14)" in told[2], told
+
+
 def lsp_session(messages, stderr: list | None = None):
     """Runs the embedded server over stdio with `messages` (dicts) written in turn: (its exit status, responses);
     its standard error is appended to `stderr` if given."""
