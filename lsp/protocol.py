@@ -13,7 +13,7 @@ import cattrs
 from cattrs.v import format_exception
 from lsprotocol import types
 from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest,
-                              JsonRpcParseError)
+                              JsonRpcParseError, JsonRpcServerNotInitialized)
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.workspace import TextDocument, Workspace
@@ -140,10 +140,13 @@ class NestlingProtocol(LanguageServerProtocol):
         return self._shutdown
 
     def _out_of_turn(self, message, method: str | None) -> JsonRpcException | None:
-        """The error for a well-formed message the server cannot take now (pygls would leave a request after shutdown
-        unanswered, take a second initialize and drop the open documents, and pop up "Error in server" for an edit
+        """The error for a well-formed message the server cannot take now (pygls would answer a request before initialize
+        with an internal error and its traceback, leave a request after shutdown unanswered, take a second initialize
+        and drop the open documents, and pop up "Error in server" for an edit
         of a document that is not open or a cancellation of an id that is no id)."""
         request = method is not None and hasattr(message, "id")
+        if self._workspace is None and method not in (None, types.INITIALIZE, types.EXIT):  # (a notification: dropped)
+            return JsonRpcServerNotInitialized(f"Server not initialized: {method} before initialize")
         if self._shutdown and request and method != types.EXIT:
             return JsonRpcInvalidRequest(f"Invalid request: {method} after shutdown (only exit is accepted now)")
         if method == types.INITIALIZE and self._workspace is not None:

@@ -4,17 +4,21 @@
                   "alternatives": 3, "prefillOnOpen": true, "daemon": {"socket": "/path/daemon.sock", "tcp": null, "token": null,
                   "autoStart": true}}}
 
-The "nestling" wrapper is optional; unknown keys are ignored; bad values are reported and ignored.
+The "nestling" wrapper is optional; bad values are reported and ignored, as are unknown keys inside the wrapper (without
+it the object may be a whole client's settings, other extensions' among them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from difflib import get_close_matches
 
 from ..daemon.grpc_api.addresses import parse_tcp_address
 from ..daemon.grpc_api.daemon_lock import DaemonError
 
 LINE_MODES = ("auto", "single", "multi")
+KEYS = ("enable", "disabledLanguages", "maxTokens", "lineMode", "alternatives", "prefillOnOpen", "daemon")
+DAEMON_KEYS = ("socket", "tcp", "token", "autoStart")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,11 @@ def merge(current: Settings, raw) -> Settings:
         return replace(current, problems=())
     changes: dict = {}
     problems: list[str] = []
+    if data is not raw:  # the "nestling" object: a key it does not know is a typo, said with what it may have meant
+        daemon_keys = data["daemon"] if isinstance(data.get("daemon"), dict) else {}
+        problems += [_unknown(key, KEYS) for key in data if key not in KEYS]
+        problems += [_unknown(f"daemon.{key}", [f"daemon.{k}" for k in DAEMON_KEYS])
+                     for key in daemon_keys if key not in DAEMON_KEYS]
 
     def take(key: str, name: str, check, convert=lambda v: v):
         if key in data:
@@ -77,6 +86,12 @@ def merge(current: Settings, raw) -> Settings:
             else:
                 problems.append(f"daemon.autoStart={daemon['autoStart']!r}")
     return replace(current, **changes, problems=tuple(problems))
+
+
+def _unknown(key: str, known) -> str:
+    """An unknown key for the problems list, with the known key it may have meant (`maxtokens`: maxTokens)."""
+    guess = {k.lower(): k for k in known}.get(key.lower()) or next(iter(get_close_matches(key, known, n=1)), None)
+    return f"{key} (unknown{f': {guess}?' if guess else ''})"
 
 
 def _bad_tcp_address(address: str) -> str | None:

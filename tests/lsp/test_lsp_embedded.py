@@ -339,6 +339,25 @@ def test_requests_after_shutdown_get_an_error_and_exit_without_shutdown_fails():
     assert status == 1 and [r["id"] for r in responses] == [1]
 
 
+def test_messages_before_initialize_get_server_not_initialized_and_the_session_goes_on():
+    early = {"jsonrpc": "2.0", "id": 7, "method": "textDocument/inlineCompletion", "params": {
+        "textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}, "context": {"triggerKind": 1}}}
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": URI, "languageId": "python", "version": 1, "text": "x = 1\n"}}}  # a notification: dropped
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    initialized = {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    after = dict(early, id=8)
+    stderr = []
+    status, responses = lsp_session([early, opened, initialize, initialized, after,
+                                     {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+                                     {"jsonrpc": "2.0", "method": "exit"}], stderr)
+    assert status == 0 and [r["id"] for r in responses] == [7, 1, 8, 2]
+    assert responses[0]["error"]["code"] == -32002 and "before initialize" in responses[0]["error"]["message"]
+    assert "data" not in responses[0]["error"]  # (it was an internal error with the server's traceback)
+    assert responses[2]["error"]["code"] == -32602 and "is not open" in responses[2]["error"]["message"]
+    assert "Traceback" not in stderr[0], stderr[0]
+
+
 def test_a_shutdown_right_after_initialize_logs_no_error():
     """(A progress token was created for each backend call; a shutdown that cancelled its creation logged an ERROR
     with a CancelledError traceback.)"""

@@ -28,3 +28,13 @@ def test_a_daemon_tcp_setting_that_is_no_address_is_a_problem_not_a_target():
                                                       "1..65535, e.g. 127.0.0.1:7878)",)
     assert merge(Settings(), {"daemon": {"tcp": "127.0.0.1:7878"}}).tcp == "127.0.0.1:7878"
     assert merge(Settings(), {"daemon": {"tcp": None}}).problems == ()
+
+
+def test_unknown_keys_in_the_nestling_object_are_listed_with_what_they_may_mean():
+    merged = merge(Settings(), {"nestling": {"maxtokens": 16, "frobnicate": 1, "lineMode": "single",
+                                             "daemon": {"autostart": False, "socket": "/tmp/d.sock"}}})
+    assert merged.max_tokens == Settings().max_tokens and merged.line_mode == "single" and merged.auto_start
+    assert merged.problems == ("maxtokens (unknown: maxTokens?)", "frobnicate (unknown)",
+                               "daemon.autostart (unknown: daemon.autoStart?)")
+    # without the wrapper the object may be all of a client's settings: other keys are not ours to judge
+    assert merge(Settings(), {"editor.fontSize": 12, "maxTokens": 16}).problems == ()
