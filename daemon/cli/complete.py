@@ -118,7 +118,7 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix,
-                              path=file_name_hint(str(args.file)))
+                              path=file_name_hint(args.file.name))
     language = find_language(None, str(args.file))
     region = SyntaxDocument(text, language).region_at(len(prefix))
     # the daemon's post-processing (service/completion.py): the same line mode, the same early stop at the end of the

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import PurePath
 from urllib.parse import unquote, urlsplit
+
+UNSAFE_IN_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]|<\|")  # in a file name, no hint: it would write the prompt
 
 
 @dataclass(frozen=True)
@@ -45,15 +48,21 @@ def find_language(language_id: str | None = None, path: str | None = None) -> La
     return None
 
 
-def file_name_hint(location: str | None, language_id: str | None = None) -> str | None:
-    """The document's file name as the model's hint of its language (`main.go`): the last part of a path or URI where
-    it has a suffix, else `untitled` with the first suffix of the language the languageId names (an editor's new
-    buffer, `untitled:Untitled-1`), else None."""
-    name = unquote(urlsplit(location).path).replace("\\", "/").rsplit("/", 1)[-1] if location else ""
-    if PurePath(name).suffix:
-        return name
+def file_name_hint(name: str | None, language_id: str | None = None) -> str | None:
+    """The document's file name as the model's hint of its language (`main.go`): `name` where it has a suffix and the
+    languageId names no other language, else `untitled` with the first suffix of the language the languageId names
+    (an editor's new buffer; a notebook's cell, `nb.ipynb`: `untitled.py`), else None. A name with a control character
+    or a `<|` (text the prompt would take for its own) is no hint."""
     spec = find_language(language_id) if language_id else None
+    if name and PurePath(name).suffix and not UNSAFE_IN_NAME.search(name) and (
+            spec is None or PurePath(name).suffix.lower() in spec.extensions):
+        return name
     return f"untitled{spec.extensions[0]}" if spec else None
+
+
+def uri_file_name(uri: str) -> str:
+    """The last part of a URI's path (`file:///src/my%20app/main.rs`: `main.rs`), or of a plain path."""
+    return unquote(urlsplit(uri).path).replace("\\", "/").rsplit("/", 1)[-1]
 
 
 @lru_cache(maxsize=None)
