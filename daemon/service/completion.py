@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only
-from ..context.languages import file_name_hint, find_language
+from ..context.languages import file_name_hint, find_language, uri_file_name
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
@@ -97,6 +97,13 @@ FIRST_PREFILL_CHUNK_TOKENS = 64
 # token there (a prompt of ~930 tokens in two forwards, not one), paced file-open chunks (~350 ms) 12%
 # (BENCHMARKS.md, "A document's first request, in chunks")
 COMPLETION_CHUNK_TOKENS = 512
+
+
+
+def session_key(request: CompletionRequest | PrefillRequest) -> str:
+    """The session a request belongs to: its document's, per client (two editors with the same file open each keep
+    their own model state, draft hints and guesses; a request without a client shares the uri's)."""
+    return request.uri if not request.client else f"{request.uri}\0{request.client}"
 
 
 @dataclass
@@ -195,7 +202,7 @@ class CompletionService:
     def complete(self, request: CompletionRequest, cancel: threading.Event | None = None,
                  on_text: Callable[[str], None] | None = None, queued_at: float | None = None) -> CompletionResult:
         started = time.monotonic()
-        session = self.sessions.get(request.uri)
+        session = self.sessions.get(session_key(request))
         document = _document(request)
         text, cursor = document.text, document.cursor
         prefix, suffix = text[:cursor], text[cursor:]
@@ -240,7 +247,7 @@ class CompletionService:
             if final and final not in texts:
                 texts.append(final)
         stats.total_ms = (time.monotonic() - started) * 1000
-        self.sessions.enforce_limit(keep=request.uri)
+        self.sessions.enforce_limit(keep=session_key(request))
         if cancel is not None and cancel.is_set():
             raise Superseded(request.uri)
         if stats.stop_reason == "deadline":
@@ -251,7 +258,7 @@ class CompletionService:
     def prefill(self, request: PrefillRequest, cancel: threading.Event | None = None) -> PrefillResult:
         """Parse the document and commit the prompt a completion at the cursor would have (speculative
         requests' state), in chunks: `cancel` (a completion request arrived) stops it between chunks."""
-        session = self.sessions.get(request.uri)
+        session = self.sessions.get(session_key(request))
         document = _document(request)
         text, cursor = document.text, document.cursor
         self._region(session, find_language(request.language_id or None, request.uri), text, cursor)
@@ -267,7 +274,7 @@ class CompletionService:
                 session.ahead_end = len(state.tokens)
             else:
                 session.spare_ahead_end = len(state.tokens)
-        self.sessions.enforce_limit(keep=request.uri)
+        self.sessions.enforce_limit(keep=session_key(request))
         return PrefillResult(prompt_tokens=stats.prompt_tokens, reused_tokens=stats.reused_tokens,
                              prefilled_tokens=stats.prefilled_tokens, complete=stats.complete,
                              total_ms=stats.total_ms)
@@ -280,19 +287,19 @@ class CompletionService:
             return []
         document = _document(request)
         text, cursor = document.text, document.cursor
-        session = self.sessions.get(request.uri)
+        session = self.sessions.get(session_key(request))
         shown = lf_only(result.items[0].text)
         typing = predicted_keystroke(shown)
         guesses = [typing] if shown == typing else [shown, typing] if session.accept_first else [typing, shown]
         session.accept_guess = guesses.index(shown) + 1 if shown != typing else 0
-        return [PrefillRequest(uri=request.uri, language_id=request.language_id, text=text[:cursor] + typed +
-                               text[cursor:], cursor=cursor + len(typed), ahead=number)
+        return [PrefillRequest(uri=request.uri, language_id=request.language_id, client=request.client,
+                               text=text[:cursor] + typed + text[cursor:], cursor=cursor + len(typed), ahead=number)
                 for number, typed in enumerate(guesses, start=1)]
 
     def _prompt(self, session, uri: str, language_id: str, prefix: str, suffix: str):
         """The FIM prompt, its window kept where the session's last one started (prefix KV reuse)."""
         prompt = build_fim_prompt(self.runtime.target.tokenizer, self.runtime.target.fim_tokens, prefix, suffix,
-                                  path=file_name_hint(uri, language_id), budget=self.budget,
+                                  path=file_name_hint(uri_file_name(uri), language_id), budget=self.budget,
                                   sticky_start=session.prefix_start)
         session.prefix_start = prompt.prefix_start
         return prompt

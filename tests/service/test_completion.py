@@ -228,3 +228,18 @@ def test_the_prompt_is_given_the_documents_file_name_or_its_languages(runtime, m
     service.complete(CompletionRequest(uri="file:///src/my%20app/main.rs", language_id="rust", text="fn", cursor=2))
     service.prefill(PrefillRequest(uri="untitled:Untitled-2", language_id="python", text="", cursor=0))
     assert names == ["untitled.go", "main.rs", "untitled.py"]
+
+
+def test_two_clients_with_the_same_document_keep_sessions_of_their_own(runtime):
+    from nestling.daemon.service.completion import session_key
+
+    service = CompletionService(runtime, ServiceConfig(max_tokens=6))
+    a = CompletionRequest(uri=URI, client="editor A", text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    other_text = "def mean(xs):\n    return "
+    b = CompletionRequest(uri=URI, client="editor B", text=other_text, cursor=len(other_text), line_mode="single")
+    first = service.complete(a)
+    service.complete(b)
+    again = service.complete(a)  # editor B's request did not take editor A's model state
+    assert again.stats.reused_prefix_tokens >= again.stats.prompt_tokens - 1  # (shared, it reused a few tokens)
+    assert [i.text for i in again.items] == [i.text for i in first.items]
+    assert len({session_key(a), session_key(b), URI}) == 3
