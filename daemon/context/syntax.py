@@ -6,8 +6,9 @@ cursor: the innermost captured node containing the cursor names it (the smallest
 for captures of the same node, the pattern written first in the query file wins (so the files order specific patterns before general ones).
 Where no capture holds the cursor because the code there does not parse yet (`return ¦`, `def ¦`), the region is the one it
 has once a name is typed at the cursor, then the brackets the line leaves open, then a line tail of the language
-(`def x():`, from languages.toml). Each is a reparse of the top-level constructs around the line alone (they parse as in
-the file; ~0.1-1 ms), or of a copy of the whole tree where those are a large share of it (a Java class): with an
+(`def x():`, from languages.toml). Each is a reparse of the top-level constructs around the line alone (~0.1-1 ms), or
+of a copy of the whole tree where those are a large share of it (a Java class) or may be pieces of a larger construct
+the line broke apart (`_base_for`): with an
 unfinished line in it, a reparse of the whole of an 8,000-line file took ~5 ms, up to ~20 ms where error recovery
 ran. The tails share a 2 ms budget, and the name and closers have 25 ms. Where a capture does hold an
 unfinished line, it is the one the line's error landed in (`    def ¦` between two methods: the class body); there the
@@ -45,6 +46,7 @@ HURRIED_SKIPS = 8  # after typed lines ran out of budget where a capture held th
 WINDOW_SHARE = 0.25  # the typed lines are parsed in the top-level constructs around the line alone where those hold
 # under this share of the file (a fresh parse of a few constructs, ~0.1 ms; an incremental reparse of the whole file
 # with an unfinished line in it took ~5 ms in 8,000 lines of Python), else in the whole file
+ATTACHED_ABOVE = 4  # top-level constructs right above the line's (no blank line between) the window takes in
 READ_CHUNK = 1 << 16  # bytes handed to tree-sitter per read when a reparse can be cancelled
 
 
@@ -188,17 +190,30 @@ class SyntaxDocument:
 
     def _base_for(self, line_start: int, cursor: int, deadline: float) -> tuple:
         """(tree, bytes, start): what the typed lines are parsed from. The document's top-level constructs from the one
-        holding the cursor's line to the one holding its next line of code, parsed alone (a top-level construct parses
-        as it does in the file), with the document's bytes from `start`; or the document's own tree where those are
-        over WINDOW_SHARE of the text (a Java file's one class). The tree is None when the parse ran past `deadline`."""
+        holding the cursor's line to the one holding its next line of code, with those right above it (no blank line
+        between: a Rust attribute, a doc comment), parsed alone, with the document's bytes from `start`; or the
+        document's own tree where those are over WINDOW_SHARE of the text (a Java file's one class), or may be pieces
+        of a larger construct: where the file's root is an error, or an error among them starts before the line (a
+        JavaScript class whose method's line is unfinished: its members end up loose). The tree is None when the parse
+        ran past `deadline`."""
         root = self._tree.root_node
         whole = (self._tree, self._bytes, 0)
-        if root.child_count == 0:
+        if root.child_count == 0 or root.is_error:
             return whole
         first = root.first_child_for_byte(line_start) or root.child(root.child_count - 1)
         last, end = first, _next_code_line_end(self._bytes, cursor)
         while last.end_byte < end and last.next_sibling is not None:
             last = last.next_sibling
+        for _ in range(ATTACHED_ABOVE):
+            above = first.prev_sibling
+            if above is None or above.end_point[0] + 1 < first.start_point[0]:
+                break
+            first = above
+        node = first
+        while node is not None and node.start_byte <= last.start_byte:
+            if node.is_error and node.start_byte < line_start:
+                return whole
+            node = node.next_sibling
         start = self._bytes.rfind(b"\n", 0, min(first.start_byte, line_start)) + 1
         stop = max(last.end_byte, end)
         if stop - start > WINDOW_SHARE * len(self._bytes):

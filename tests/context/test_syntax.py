@@ -331,3 +331,21 @@ def test_the_window_is_the_constructs_holding_the_line_and_the_next_line_of_code
     assert document.region_at(cursor) == B
     tiny = SyntaxDocument("class A:\n    from \n", spec)  # the window would be the whole text: the document's tree
     assert tiny._base_for(9, 18, deadline=float("inf"))[0] is tiny._tree
+
+
+@pytest.mark.parametrize("language,snippet,expected", [
+    # the unfinished line breaks the class apart: the file's root is an error, its members loose pieces
+    ("javascript", "class Bus {\n  constructor(options = <|>\n    this.x = new Map();\n  }\n\n" +
+     "".join(f"  m{i}(id) {{\n    return this.f(id, {i});\n  }}\n\n" for i in range(5)) + "}\n", B),
+    ("rust", "#[derive(Debug)]\npub <|>\n\n", L),  # the attribute right above is a top-level item of its own
+])
+def test_the_window_is_not_a_piece_of_a_larger_construct(language, snippet, expected, monkeypatch):
+    """(Found by review: the window had been a method cut out of its class, or a line cut from its attribute.)"""
+    pad = "".join(PADDING[language].format(i=i) for i in range(5))
+    text = pad + snippet + pad
+    offset, text = text.index(CURSOR), text.replace(CURSOR, "")
+    regions = []
+    for share in (syntax.WINDOW_SHARE, 0.0):
+        monkeypatch.setattr(syntax, "WINDOW_SHARE", share)
+        regions.append(SyntaxDocument(text, language_table()[language]).region_at(offset))
+    assert regions == [expected, expected]
