@@ -101,13 +101,16 @@ def change_problem(text: str, change_range: types.Range) -> str | None:
     last = line_count(text) - 1
     start, end = change_range.start, change_range.end
     past = [f"{name} line {p.line}" for name, p in (("its start's", start), ("its end's", end)) if p.line > last]
-    if past:
-        return f"{' and '.join(past)} lie{'s' if len(past) == 1 else ''} past the document's last line ({last}): " \
-               "applied at the document's end"
-    if (end.line, end.character) < (start.line, start.character):
-        return f"the range ends ({end.line}:{end.character}) before it starts ({start.line}:{start.character}): " \
-               "applied from its end to its start"
-    return None
+    problems = [f"{' and '.join(past)} lie{'s' if len(past) == 1 else ''} past the document's last line ({last}): "
+                "taken as the document's end"] if past else []
+
+    def clamped(position: types.Position) -> tuple[int, int]:
+        return (position.line, position.character) if position.line <= last else (last + 1, 0)
+
+    if clamped(end) < clamped(start):
+        problems.append(f"the range ends ({end.line}:{end.character}) before it starts ({start.line}:{start.character}):"
+                        " applied from its end to its start")
+    return "; ".join(problems) or None
 
 
 def line_count(text: str) -> int:

@@ -43,18 +43,17 @@ class LspWorkspace(Workspace):
         super().__init__(*args, **kwargs)
         self.stale_versions_told: set[str] = set()  # documents whose edit came with an old version (logged once each)
 
-    def update_text_document(self, text_doc: types.VersionedTextDocumentIdentifier, change) -> None:
-        """pygls's, with a log line (once per document) for an edit whose version is older than the document's: it is
-        applied as sent (a client that never counts versions right still gets completions on its text), but the
-        editor may have sent its edits out of order."""
+    def check_version(self, text_doc: types.VersionedTextDocumentIdentifier) -> None:
+        """A log line (once per document) for an edit whose version is not above the document's: it is applied as sent
+        (a client that never counts versions right still gets completions on its text), but the editor may have sent
+        its edits out of order."""
         document = self.get_text_document(text_doc.uri)
-        if document.version is not None and text_doc.version < document.version and \
+        if document.version is not None and text_doc.version <= document.version and \
                 document.uri not in self.stale_versions_told:
             self.stale_versions_told.add(document.uri)
             log.warning("textDocument/didChange of %s: version %d after version %d (versions must grow): applied as "
                         "sent; the editor's text and the server's may differ", text_doc.uri, text_doc.version,
                         document.version)
-        super().update_text_document(text_doc, change)
 
     def _create_text_document(self, doc_uri, source=None, version=None, language_id=None) -> TextDocument:
         return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
@@ -85,6 +84,12 @@ class NestlingProtocol(LanguageServerProtocol):
                 return done.value
             self._use_lsp_workspace()
             sent = yield step
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        """pygls's, after the version check (once for all the changes, which share the version)."""
+        self._workspace.check_version(params.text_document)
+        yield from super().lsp_text_document__did_change(params)
 
     def _use_lsp_workspace(self) -> None:
         old = self._workspace

@@ -50,8 +50,7 @@ def merge(current: Settings, raw) -> Settings:
     if data is not raw:  # the "nestling" object: a key it does not know is a typo, said with what it may have meant
         daemon_keys = data["daemon"] if isinstance(data.get("daemon"), dict) else {}
         problems += [_unknown(key, KEYS) for key in data if key not in KEYS]
-        problems += [_unknown(f"daemon.{key}", [f"daemon.{k}" for k in DAEMON_KEYS])
-                     for key in daemon_keys if key not in DAEMON_KEYS]
+        problems += [_unknown(key, DAEMON_KEYS, "daemon.") for key in daemon_keys if key not in DAEMON_KEYS]
 
     def take(key: str, name: str, check, convert=lambda v: v):
         if key in data:
@@ -88,10 +87,10 @@ def merge(current: Settings, raw) -> Settings:
     return replace(current, **changes, problems=tuple(problems))
 
 
-def _unknown(key: str, known) -> str:
+def _unknown(key: str, known, prefix: str = "") -> str:
     """An unknown key for the problems list, with the known key it may have meant (`maxtokens`: maxTokens)."""
     guess = {k.lower(): k for k in known}.get(key.lower()) or next(iter(get_close_matches(key, known, n=1)), None)
-    return f"{key} (unknown{f': {guess}?' if guess else ''})"
+    return f"{prefix}{key} (unknown{f': {prefix}{guess}?' if guess else ''})"
 
 
 def _bad_tcp_address(address: str) -> str | None:

@@ -83,8 +83,12 @@ def test_an_edit_whose_range_does_not_fit_is_named_for_a_log_line():
     for start, end in fits:
         assert change_problem(text, types.Range(start=types.Position(*start), end=types.Position(*end))) is None
     past = change_problem(text, types.Range(start=types.Position(5, 0), end=types.Position(5, 0)))
-    assert past == "its start's line 5 and its end's line 5 lie past the document's last line (2): applied at the " \
+    assert past == "its start's line 5 and its end's line 5 lie past the document's last line (2): taken as the " \
                    "document's end"
+    both = change_problem(text, types.Range(start=types.Position(9, 0), end=types.Position(0, 1)))
+    assert both == "its start's line 9 lies past the document's last line (2): taken as the document's end; the range " \
+                   "ends (0:1) before it starts (9:0): applied from its end to its start"  # (it said: at the end)
+    assert apply_change(text, types.Range(start=types.Position(9, 0), end=types.Position(0, 1)), "X") == "dX"
     backwards = change_problem(text, types.Range(start=types.Position(1, 11), end=types.Position(1, 4)))
     assert backwards == "the range ends (1:4) before it starts (1:11): applied from its end to its start"
     assert [line_count(t) for t in ("", "a", "a\n", "a\r\nb", "a\rb\r")] == [1, 1, 2, 2, 3]

@@ -288,7 +288,7 @@ async def test_edits_that_do_not_fit_are_applied_as_editors_would_with_a_log_lin
             content_changes=[types.TextDocumentContentChangePartial(
                 range=types.Range(start=types.Position(*start), end=types.Position(*end)), text=text)]))
 
-    change(3, (1, 11), (1, 11), "a")  # an older version: applied as sent, said once for the document
+    change(5, (1, 11), (1, 11), "a")  # the same version: applied as sent, said once for the document
     change(2, (1, 12), (1, 12), " +")
     change(6, (9, 0), (9, 0), "x = 1\n")  # past the last line: at the end
     change(7, (1, 14), (1, 4), "")  # ends before it starts: from its end to its start ("return a +" goes)
@@ -299,8 +299,8 @@ async def test_edits_that_do_not_fit_are_applied_as_editors_would_with_a_log_lin
     await asyncio.sleep(0.5)  # the server's stderr is forwarded
     err = capfd.readouterr().err
     told = [line for line in err.splitlines() if f"didChange of {uri}" in line]
-    assert len(told) == 3, err
-    assert "version 3 after version 5" in told[0] and "past the document's last line (2)" in told[1] and \
+    assert len(told) == 3, err + "\n---\n" + "\n".join(told)
+    assert "version 5 after version 5" in told[0] and "past the document's last line (2)" in told[1] and \
         "ends (1:4) before it starts (1:14)" in told[2], told
 
 

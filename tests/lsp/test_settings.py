@@ -36,5 +36,7 @@ def test_unknown_keys_in_the_nestling_object_are_listed_with_what_they_may_mean(
     assert merged.max_tokens == Settings().max_tokens and merged.line_mode == "single" and merged.auto_start
     assert merged.problems == ("maxtokens (unknown: maxTokens?)", "frobnicate (unknown)",
                                "daemon.autostart (unknown: daemon.autoStart?)")
+    guesses = merge(Settings(), {"nestling": {"daemon": {"host": "x", "port": 1, "sockett": "/s"}}}).problems
+    assert guesses == ("daemon.host (unknown)", "daemon.port (unknown)", "daemon.sockett (unknown: daemon.socket?)")
     # without the wrapper the object may be all of a client's settings: other keys are not ours to judge
     assert merge(Settings(), {"editor.fontSize": 12, "maxTokens": 16}).problems == ()
