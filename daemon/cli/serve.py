@@ -80,7 +80,8 @@ def run(args) -> int:
         settings["token"] = os.environ[TOKEN_VARIABLE]
     config, sources = load_config(settings, named_file_must_exist=True)  # (refuses a bad --tcp before the libraries
     # load)
-    if args.restart:
+    if args.restart:  # what the new daemon will load is checked before the running one stops
+        check_before_restart(config, sources)
         return stop(args.wait) or detach(args, config)
     if args.detach:
         return detach(args, config)
@@ -133,6 +134,31 @@ def _seconds(text: str) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
     return value
+
+
+def check_before_restart(config, sources: dict) -> None:
+    """The model and head a restarted daemon would load, checked as far as can be without the model (a ValueError,
+    said of its flag or setting): --restart with a mistyped --head had stopped the running daemon and started none."""
+    from ..models.default_model import EMBEDDED_MODELS
+    from ..models.eagle_head import load_head
+    from ..models.errors import HeadLoadError
+    from ..runtime import DRAFT_MODEL
+
+    model, head = config.model, config.head
+    if model is not None and model not in EMBEDDED_MODELS and not Path(model).expanduser().exists():
+        raise ValueError(said_of_its_setting(f"--model {model!r}: no such file or folder", "model",
+                                             sources.get("model", "")) + "; the running daemon is left as it is")
+    if head is None or head in ("none", "untrained"):
+        return
+    draft = head.removeprefix(DRAFT_MODEL) if head.startswith(DRAFT_MODEL) else None
+    try:
+        if draft is None:
+            load_head(head)  # (the weights read and checked; their fit to the model is checked when it loads)
+        elif draft not in EMBEDDED_MODELS and not Path(draft).expanduser().exists():
+            raise HeadLoadError(f"{head!r}: no such model file or folder after {DRAFT_MODEL!r}")
+    except HeadLoadError as exc:
+        raise ValueError(said_of_its_setting(f"--head {exc}", "head", sources.get("head", "")) +
+                         "; the running daemon is left as it is") from None
 
 
 def said_of_its_setting(message: str, key: str, source: str) -> str:

@@ -103,6 +103,17 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
             status = nestling("status", env=env)
             assert status.returncode == 0 and f"(pid {pids[-1]}) serving" in status.stdout
             assert ": the code installed now" in status.stdout
+        corrupt = tmp_path / "corrupt_head"
+        corrupt.mkdir()
+        (corrupt / "config.json").write_text("{not json")
+        for flags, said in ((["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
+                            (["--model", model_folder, "--head", corrupt], "config.json"),
+                            (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder")):
+            refused = nestling("serve", "--restart", *flags, "--dtype", "float32", env=env)
+            assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+            assert "the running daemon is left as it is" in refused.stderr and "stopped" not in refused.stdout
+        status = nestling("status", env=env)  # (a mistyped --head had stopped it and started none)
+        assert status.returncode == 0 and f"(pid {pids[-1]}) serving" in status.stdout
     finally:
         nestling("serve", "--stop", "--wait", 60, env=env)
     assert pids[0] != pids[1] and wait_for_exit(pids[1])
