@@ -136,7 +136,7 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     shown = generation.text if context is None else finalize(generation.text or "", context, shape)
     if args.json:
         print(json.dumps({"text": shown, "mode": args.mode, "region": region.value, "line_mode": shape,
-                          **runtime.describe(), "stats": stats.to_dict()}))
+                          **runtime.describe(), "stats": stats_as_the_daemon_names_them(stats.to_dict())}))
         return 0
     sys.stdout.write(shown + "\n")
     print(
@@ -150,17 +150,30 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     return 0
 
 
+DAEMON_STATS_NAMES = {"new_tokens": "tokens", "reused_tokens": "reused_prefix_tokens",
+                      "first_token_ms": "time_to_first_token_ms"}  # the engine's names -> CompletionStats' (the proto)
+
+
+def stats_as_the_daemon_names_them(stats: dict) -> dict:
+    """--json's stats with the names `complete --daemon --json` gives the same numbers (one parser reads both); the
+    engine's other numbers (prefill, draft and verify time, accepted lengths, tree sizes) keep theirs."""
+    return {DAEMON_STATS_NAMES.get(key, key): value for key, value in stats.items()}
+
+
 def complete_on_daemon(args, text: str, cursor: int) -> int:
     """The completion at `cursor` (code points into `text`) from the running daemon, printed as run() prints its own."""
     import grpc
 
     from ...proto import completion_pb2 as pb
     from ..code_stamp import stale_daemon_notice
-    from ..grpc_api.client import Client, user_daemon
+    from ..grpc_api.addresses import running_daemons_socket
+    from ..grpc_api.client import Client, target_for, user_daemon
     from .status import as_dict
 
     request = daemon_request(args, text, cursor)
     address, token = user_daemon(args.socket, args.tcp, args.token)
+    if not (args.socket or args.tcp) and (named := running_daemons_socket()):
+        address = target_for(named)  # this user's daemon, on the socket it was started with (serve --socket)
     with Client(address, token) as client:
         if client.health_state() == "not serving":
             print(f"nestling complete: the daemon at {address} is not serving yet (loading its model); waiting up to "

@@ -101,3 +101,11 @@ def locked_socket() -> str | None:
     from ..service.config import runtime_dir
 
     return DaemonLock(runtime_dir()).socket_named()
+
+
+def running_daemons_socket() -> str | None:
+    """locked_socket() while a daemon holds the lock (a lock file left by one that died names no daemon)."""
+    from ..service.config import runtime_dir
+
+    lock = DaemonLock(runtime_dir())
+    return lock.socket_named() if lock.holder() is not None else None

@@ -220,7 +220,7 @@ class CompletionService:
         accept_guess, session.accept_guess = session.accept_guess, 0
         early = self._prefill_in_chunks(engine, state, prompt.token_ids, cancel, request.uri)
         texts: list[str] = []
-        stats = CompletionStats(region=region.value, mode=request.mode)
+        stats = CompletionStats(region=region.value, mode=mode)  # (spec: the daemon's --mode, lookup say)
         for index in range(request.alternatives):
             sampling = self._sampling(request, index)
             stop = StopRule(max_new_tokens=request.max_tokens or self.config.max_tokens,

@@ -45,8 +45,12 @@ def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, so
     assert spec.returncode == 0, spec.stderr
     assert ar.returncode == 0, ar.stderr
     spec_out, ar_out = json.loads(spec.stdout), json.loads(ar.stdout)
-    assert spec_out["text"] == ar_out["text"] and spec_out["stats"]["new_tokens"] == ar_out["stats"]["new_tokens"] > 0
-    assert {"tau", "new_tokens", "total_ms", "prefill_ms", "draft_ms", "verify_ms"} <= set(spec_out["stats"])
+    assert spec_out["text"] == ar_out["text"] and spec_out["stats"]["tokens"] == ar_out["stats"]["tokens"] > 0
+    assert {"tau", "tokens", "total_ms", "prefill_ms", "draft_ms", "verify_ms"} <= set(spec_out["stats"])
+    from nestling.proto import completion_pb2 as pb
+
+    daemons = {field.name for field in pb.CompletionStats.DESCRIPTOR.fields}  # what `complete --daemon --json` gives
+    assert daemons - {"queue_ms", "region", "mode"} <= set(spec_out["stats"])  # (region and mode: at the top here)
     assert ar_out["stats"]["tau"] == 1.0
 
 
@@ -462,7 +466,7 @@ def test_complete_post_processes_as_the_daemon_does_and_raw_prints_the_models_te
         ar = nestling("complete", source, "--line", line, "--col", col, *flags, "--mode", "ar")
         assert raw.returncode == spec.returncode == ar.returncode == 0, raw.stderr + spec.stderr + ar.stderr
         raw, spec, ar = json.loads(raw.stdout), json.loads(spec.stdout), json.loads(ar.stdout)
-        assert raw["line_mode"] == "raw" and raw["stats"]["new_tokens"] == 24  # the model's text, up to --max-tokens
+        assert raw["line_mode"] == "raw" and raw["stats"]["tokens"] == 24  # the model's text, up to --max-tokens
         prefix, suffix = split_at(text, line - 1, col - 1)
         language = find_language(None, str(source))
         context = cursor_context(prefix, suffix, SyntaxDocument(text, language).region_at(len(prefix)), language)

@@ -128,6 +128,11 @@ def test_status_finds_the_daemon_on_the_socket_it_was_started_with(tmp_path, env
     try:
         status = nestling("status", env=env)  # no --socket: the configured one has no daemon, the lock names its own
         assert status.returncode == 0 and f"(pid {pid}) serving at unix:{other}" in status.stdout, status.stdout
+        source = tmp_path / "a.py"
+        source.write_text("def f(x):\n    return x\n")
+        completed = nestling("complete", source, "--line", 2, "--col", 5, "--max-tokens", 3, "--daemon", "--json",
+                             env=env)  # (it asked the configured socket: "no nestling daemon serving")
+        assert completed.returncode == 0 and json.loads(completed.stdout)["daemon"] == f"unix:{other}", completed.stderr
     finally:
         stopped = nestling("serve", "--stop", "--wait", 60, env=env)
     assert stopped.returncode == 0 and wait_for_exit(pid)

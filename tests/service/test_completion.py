@@ -243,3 +243,11 @@ def test_two_clients_with_the_same_document_keep_sessions_of_their_own(runtime):
     assert again.stats.reused_prefix_tokens >= again.stats.prompt_tokens - 1  # (shared, it reused a few tokens)
     assert [i.text for i in again.items] == [i.text for i in first.items]
     assert len({session_key(a), session_key(b), URI}) == 3
+
+
+def test_the_stats_name_the_mode_the_daemon_decoded_with(runtime):
+    """(A request's "spec" runs the daemon's --mode, lookup say; its stats said "spec".)"""
+    service = CompletionService(runtime, ServiceConfig(max_tokens=4, mode="lookup"))
+    request = CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), line_mode="single")
+    assert service.complete(request).stats.mode == "lookup"
+    assert service.complete(CompletionRequest(uri=URI, text=DOCUMENT, cursor=len(DOCUMENT), mode="ar")).stats.mode == "ar"
