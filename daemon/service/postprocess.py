@@ -83,7 +83,23 @@ def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
     if nul >= 0:  # never source code, and editors' JSON parsers refuse it (Emacs): the text ends there, or before
         cut = _line_or_block_end(text[:nul] + "\n", ctx, mode)  # the line the NUL ends is complete
         return nul if cut is None else min(cut, nul)
-    return _line_or_block_end(text, ctx, mode)
+    cuts = [cut for cut in (_line_or_block_end(text, ctx, mode), _markdown_fence(text, ctx)) if cut is not None]
+    return min(cuts) if cuts else None
+
+
+MARKDOWN_FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
+
+
+def _markdown_fence(text: str, ctx: CursorContext) -> int | None:
+    """Where a line of the text that starts a Markdown fence (```) begins, less its line break: the default model
+    (an instruct model) closes code it wrote at a file's end with one, and no language here has such a line (in a
+    comment or a string it may be Markdown: kept)."""
+    if ctx.region in (Region.COMMENT, Region.STRING):
+        return None
+    for found in MARKDOWN_FENCE.finditer(text):
+        if found.start() > 0 or not ctx.line_before.strip():  # (on the cursor's line: only where it starts the line)
+            return max(0, found.start() - 1)
+    return None
 
 
 def _line_or_block_end(text: str, ctx: CursorContext, mode: str) -> int | None:

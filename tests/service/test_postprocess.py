@@ -177,3 +177,16 @@ def test_the_rest_of_the_line_written_again_before_a_comment_is_dropped_with_the
     assert finalize("4))  # Output: 12", ctx("print(area(3, ", "))\n"), "single") == "4"  # (it read "4))  # ...))")
     assert finalize("x));  // three", ctx("f(g(", "));\n", brace=True), "single") == "x"
     assert finalize("a + b) * 2", ctx("x = (", ")\n"), "single") == "a + b) * 2"  # more code, not a comment: kept
+
+
+def test_a_markdown_fence_ends_the_text_before_its_line():
+    """(At a Python file's end the default model closed the code it wrote with a ``` line; it was kept.)"""
+    end = ctx("def main():\n    pass\n\n\n", "")
+    text = 'if __name__ == "__main__":\n    main()\n```\n\nIn this code, we'
+    assert finalize(text, end, "multi") == 'if __name__ == "__main__":\n    main()'
+    assert block_end('if __name__ == "__main__":\n    main()\n``', end, "multi") is None  # not yet a fence
+    assert finalize("```python\nprint(1)\n", end, "multi") == ""  # the fence starts the completion
+    braces = ctx("int main(void) {\n  ", "\n}\n", brace=True)
+    assert finalize("return 0;\n  ```\n", braces, "multi") == "return 0;"
+    docstring = ctx('def f():\n    """Example:\n\n    ', '\n    """\n', region=Region.COMMENT)
+    assert finalize("```python\n    f()\n    ```", docstring, "multi").startswith("```python")  # Markdown in a docstring
