@@ -82,9 +82,24 @@ def read_source(path: Path) -> str:
     if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
         raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
                          "UTF-8): give a source file in UTF-8")
+    text = data.decode("utf-8-sig", errors="replace")
+    if "\ufffd" in text and text.count("\ufffd") > data.count("\ufffd".encode()):
+        text = _not_utf8(path, data, text)
     # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
     # code after CRLF)
-    return lf_only(data.decode("utf-8-sig", errors="replace"))
+    return lf_only(text)
+
+
+def _not_utf8(path: Path, data: bytes, replaced: str) -> str:
+    """The text of a file with bytes that are not UTF-8, and a warning: read as Latin-1 where no byte above 127 makes
+    UTF-8 (`caf\\xe9`: café), else with U+FFFD for the bytes that do not (a completion that copies those holds it)."""
+    if not any(ord(char) > 127 and char != "\ufffd" for char in replaced):
+        print(f"nestling complete: warning: {path} is not UTF-8; read as Latin-1", file=sys.stderr)
+        return data.decode("latin-1")
+    bad = replaced.count("\ufffd") - data.count("\ufffd".encode())
+    print(f"nestling complete: warning: {path} has {bad} byte{'s' * (bad != 1)} that {'are' if bad != 1 else 'is'} not "
+          "UTF-8, read as U+FFFD (a completion that copies them holds U+FFFD)", file=sys.stderr)
+    return replaced
 
 
 def run(args) -> int:

@@ -540,6 +540,24 @@ def test_a_latin1_character_or_two_is_still_text(model_dir, tmp_path):
     result = nestling("complete", path, "--line", 2, "--col", 6, "--model", model_dir, "--head", "none",
                       "--max-tokens", 2)
     assert result.returncode == 0, result.stderr
+    assert f"warning: {path} is not UTF-8; read as Latin-1" in result.stderr
+
+
+def test_a_file_that_is_not_utf8_is_read_as_latin1_or_said_to_hold_replacements(tmp_path, capsys):
+    """(`"caf\\xe9"` was read as "caf\ufffd", and completions that copied it wrote U+FFFD into the file.)"""
+    from nestling.daemon.cli.complete import read_source
+
+    latin1 = tmp_path / "latin1.py"
+    latin1.write_bytes(b'names = ["caf\xe9", "na\xefve"]\n')
+    assert read_source(latin1) == 'names = ["caf\u00e9", "na\u00efve"]\n'
+    mixed = tmp_path / "mixed.py"
+    mixed.write_bytes('# caf\u00e9 \u2014 \u00e9t\u00e9\nx = "\u00e9"\n'.encode() + b"y = '\xe9'\n")  # UTF-8, one stray byte
+    assert read_source(mixed) == '# caf\u00e9 \u2014 \u00e9t\u00e9\nx = "\u00e9"\ny = \'\ufffd\'\n'
+    err = capsys.readouterr().err
+    assert f"{latin1} is not UTF-8; read as Latin-1" in err and f"{mixed} has 1 byte that is not UTF-8" in err
+    plain = tmp_path / "replacement.py"
+    plain.write_text("x = '\ufffd'\n")  # U+FFFD written in the file: nothing to say
+    assert read_source(plain) == "x = '\ufffd'\n" and capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("text, line, col, message", [
