@@ -193,16 +193,21 @@ def detach(args, config) -> int:
         process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", *argv], stdin=subprocess.DEVNULL,
                                    stdout=log_file, stderr=log_file, start_new_session=True, env=env)
     deadline = time.monotonic() + args.wait
-    with Client(target_for(config.socket_path), config.token) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n"
-                      f"{log_tail(log_path, log_start)}", file=sys.stderr)
-                return 2
-            if lock.holder() == process.pid and client.serving(timeout=1.0):  # ours, not one started beside it
-                print(f"nestling daemon (pid {process.pid}) serving on unix:{config.socket_path}; log {log_path}")
-                return 0
-            time.sleep(0.5)
+    try:
+        with Client(target_for(config.socket_path), config.token) as client:
+            while time.monotonic() < deadline:
+                if process.poll() is not None:
+                    print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n"
+                          f"{log_tail(log_path, log_start)}", file=sys.stderr)
+                    return 2
+                if lock.holder() == process.pid and client.serving(timeout=1.0):  # ours, not one started beside it
+                    print(f"nestling daemon (pid {process.pid}) serving on unix:{config.socket_path}; log {log_path}")
+                    return 0
+                time.sleep(0.5)
+    except KeyboardInterrupt:  # only the waiting stops: the daemon is in a session of its own
+        print(f"nestling serve: stopped waiting; the daemon goes on starting in the background (pid {process.pid}): "
+              "`nestling status` says when it serves, `nestling serve --stop` stops it", file=sys.stderr)
+        return 130
     print(f"nestling serve: the daemon did not become ready within {args.wait:g} s; see {log_path}"
           + (f". It goes on starting in the background (pid {process.pid}): `nestling status` says when it serves, "
              "`nestling serve --stop` stops it" if process.poll() is None else ""), file=sys.stderr)

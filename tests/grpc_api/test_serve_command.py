@@ -164,6 +164,33 @@ def test_a_daemon_still_starting_is_seen_and_stopped(tmp_path, env, model_folder
             process.kill()
 
 
+def test_ctrl_c_while_detach_waits_says_the_daemon_goes_on_starting(tmp_path, env, model_folder):
+    from nestling.daemon.grpc_api.daemon_lock import DaemonLock
+
+    log = tmp_path / "xdg" / "nestling" / "daemon.log"
+    waiting = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", "serve", "--detach", "--wait", "60",
+                                "--model", model_folder, "--head", "untrained", "--dtype", "float32"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(3000):  # the log is opened right before the daemon starts, then detach waits
+        if log.exists():
+            break
+        time.sleep(0.01)
+    time.sleep(0.2)
+    waiting.send_signal(signal.SIGINT)
+    out, err = waiting.communicate(timeout=60)
+    pid = int(re.search(r"\(pid (\d+)\)", err).group(1)) if "(pid" in err else None
+    try:
+        assert waiting.returncode == 130 and "stopped waiting; the daemon goes on starting" in err, err  # (silent)
+    finally:
+        lock = DaemonLock(tmp_path / "xdg" / "nestling")
+        for _ in range(3000):
+            if pid is None or (lock.path.exists() and lock.holder() == pid):
+                break
+            time.sleep(0.01)
+        stopped = nestling("serve", "--stop", "--wait", 60, env=env)
+    assert stopped.returncode == 0 and (pid is None or wait_for_exit(pid))
+
+
 def test_a_detached_daemon_that_is_not_ready_in_time_is_said_to_go_on_starting(tmp_path, env, model_folder):
     started = nestling("serve", "--detach", "--wait", 0.2, "--model", model_folder, "--head", "untrained",
                        "--dtype", "float32", env=env)
