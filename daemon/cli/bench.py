@@ -159,8 +159,11 @@ def run(args) -> int:
         raise ValueError(f"--modes names {', '.join(repeated)} more than once: give each mode once")
     modes += [peer for peer in PEERS if args.peers and peer not in modes]
     unknown = [m for m in modes if m not in MODES + PEERS]
-    if unknown or not modes:
-        raise ValueError(f"unknown modes {unknown} (known: {', '.join(MODES + PEERS)})")
+    if not modes:
+        raise ValueError(f"--modes names no mode: give one or more of {', '.join(MODES + PEERS)}, comma-separated")
+    if unknown:
+        raise ValueError(f"unknown mode{'s' * (len(unknown) > 1)} {', '.join(unknown)} (known: "
+                         f"{', '.join(MODES + PEERS)})")
 
     from ..bench.prompts import collect
     from ..bench.runner import environment, format_table, run_bench

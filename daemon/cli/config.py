@@ -29,7 +29,8 @@ def run(args) -> int:
     if values.get("token"):
         values["token"] = "***"  # (shown to be set, never written out)
     if args.json:
-        print(json.dumps({"file": str(config_path()), "settings": values, "sources": sources}, indent=2))
+        ordered = {key: sources[key] for key in values if key in sources}  # (in the settings' order, run after run)
+        print(json.dumps({"file": str(config_path()), "settings": values, "sources": ordered}, indent=2))
         return 0
     path = config_path()
     print(f"# config file: {path}{'' if path.is_file() else ' (none there: the defaults)'}")

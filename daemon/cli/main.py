@@ -9,6 +9,10 @@ import logging
 import os
 import sys
 
+# gRPC's C core writes its own log lines to the terminal ("E1207 ... add_port.cc:83 Failed to add port", "I1207 ...
+# Got goaway"); nestling says what went wrong in its own words. GRPC_VERBOSITY set by the user still applies.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+
 from ..grpc_api.daemon_lock import DaemonError
 from ..log_levels import NOTICE
 from ..models.errors import ModelLoadError

@@ -372,7 +372,9 @@ def test_bench_checks_its_outputs_sources_and_counts_before_it_runs(tmp_path):
                            (("--top-p", 0), "--top-p must be in (0, 1]"), (("--seed", -1), "--seed must be in"),
                            (("--target", "syntax", "--seed", 3), "apply to the decoding modes, not --target syntax"),
                            (("--target", "syntax", __file__), "--target syntax takes no SOURCES (it edits 5,000-line"),
-                           (("--target", "lookup", __file__), "--target lookup takes no SOURCES")):
+                           (("--target", "lookup", __file__), "--target lookup takes no SOURCES"),
+                           (("--modes", ""), "--modes names no mode: give one or more of"),  # ("unknown modes []")
+                           (("--modes", "spec,fast"), "unknown mode fast (known: ")):
         result = nestling("bench", *flags)
         assert result.returncode == 2 and message in result.stderr, result.stderr
     (tmp_path / "bad.json").write_text("{not json")
@@ -659,6 +661,8 @@ def test_config_prints_lines_a_config_file_takes_and_the_token_from_the_environm
     assert "from-env" not in result.stdout
     as_json = nestling("config", "--json", env=env)
     assert json.loads(as_json.stdout)["settings"]["token"] == "***" and "from-env" not in as_json.stdout
+    report = json.loads(as_json.stdout)  # its sources in the settings' order (it was another order each run)
+    assert list(report["sources"]) == [key for key in report["settings"] if key in report["sources"]]
 
 
 def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, model_dir):
