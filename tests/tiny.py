@@ -18,7 +18,7 @@ DEVICE = os.environ.get("NESTLING_TEST_DEVICE", "cpu")  # scripts/gpu-check.sh r
 def tiny_config(arch: str = "qwen2", vocab: int = VOCAB, hidden: int = 32, layers: int = 2):
     common = dict(
         vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=False,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=False,
         eos_token_id=vocab - 1, bos_token_id=0, initializer_range=0.1,  # large init: outputs depend on context
     )
     if arch == "qwen2":

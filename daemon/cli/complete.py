@@ -134,6 +134,11 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     target = runtime.target
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix,
                               path=file_name_hint(args.file.name))
+    positions = target.positions
+    if positions and len(prompt.token_ids) + args.max_tokens > positions:
+        raise ValueError(f"--max-tokens {args.max_tokens:,} after the prompt's {len(prompt.token_ids):,} tokens runs past "
+                         f"the {positions:,} positions of {target.name}: give --max-tokens "
+                         f"{max(positions - len(prompt.token_ids), 0):,} at most")
     language = find_language(None, str(args.file))
     region = SyntaxDocument(text, language).region_at(len(prefix))
     # the daemon's post-processing (service/completion.py): the same line mode, the same early stop at the end of the

@@ -140,6 +140,12 @@ class TargetModel:
     feature_layers: tuple[int, ...] = ()
     _cache_kwarg: str = field(init=False, default="cache")
 
+    @property
+    def positions(self) -> int | None:
+        """The positions the model was made for (its context length), where its config says; None where it does not."""
+        value = getattr(self.model.config, "max_position_embeddings", None)
+        return value if isinstance(value, int) and value > 0 else None
+
     def __post_init__(self) -> None:
         self.model.eval()
         params = inspect.signature(self.decoder.forward).parameters

@@ -11,6 +11,7 @@ accepted it whole (the second guess into a spare model state).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from ..speculative.prefill_pace import PrefillPace
 from .config import ServiceConfig
 from .postprocess import block_end, cursor_context, finalize, line_mode
 from .sessions import PastCompletion, SessionStore
+
+log = logging.getLogger(__name__)
 
 LINE_MODES = ("auto", "single", "multi")
 
@@ -143,18 +146,38 @@ class CompletionResult:
     stats: CompletionStats = field(default_factory=CompletionStats)
 
 
+PROMPT_ROOM = 32  # positions a prompt leaves to the completion at least (the budgets are cut where they leave less)
+
+
+def fitted_budget(config: ServiceConfig, positions: int | None) -> FimBudget:
+    """The prompt budget of prefix_tokens and suffix_tokens, cut (with a warning) where the two leave the model fewer
+    than PROMPT_ROOM of its positions to write in (a model of 2,048 positions with a 4,000-token prefix budget)."""
+    prefix, suffix = config.prefix_tokens, config.suffix_tokens
+    if positions and prefix + suffix + PROMPT_ROOM > positions:
+        suffix = min(suffix, max(0, (positions - PROMPT_ROOM) // 4))
+        prefix = max(1, positions - PROMPT_ROOM - suffix)
+        log.warning("prefix_tokens %d and suffix_tokens %d leave the model (%d positions) too little room to write: "
+                    "prompts take %d and %d", config.prefix_tokens, config.suffix_tokens, positions, prefix, suffix)
+    return FimBudget(prefix_tokens=prefix, suffix_tokens=suffix)
+
+
 class CompletionService:
     def __init__(self, runtime, config: ServiceConfig):
         self.runtime = runtime
         self.config = config
         self.sessions = SessionStore(config.cache_limit_mb * 1024 * 1024)
-        self.budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
+        self.budget = fitted_budget(config, runtime.target.positions)
         self._engines: dict[str, object] = {}
         # file-open prefills: chunks sized in time by the device's cost curve (or fixed by prefill_chunk_tokens);
         # timed across requests
         self.prefill_pace = PrefillPace(chunk_ms=None if config.prefill_chunk_tokens else config.prefill_chunk_ms,
                                         first_tokens=config.prefill_chunk_tokens or FIRST_PREFILL_CHUNK_TOKENS,
                                         cost=lambda tokens: runtime.profile.verify_cost(tokens))
+
+    def _room(self, max_tokens: int, prompt: list[int]) -> int:
+        """`max_tokens`, or fewer where the prompt leaves less room in the model's positions (at least one token)."""
+        positions = self.runtime.target.positions
+        return max(1, min(max_tokens, positions - len(prompt))) if positions else max_tokens
 
     # ---- validation: cheap, on the event loop, before the request is queued --------------------------
 
@@ -223,7 +246,7 @@ class CompletionService:
         stats = CompletionStats(region=region.value, mode=mode)  # (spec: the daemon's --mode, lookup say)
         for index in range(request.alternatives):
             sampling = self._sampling(request, index)
-            stop = StopRule(max_new_tokens=request.max_tokens or self.config.max_tokens,
+            stop = StopRule(max_new_tokens=self._room(request.max_tokens or self.config.max_tokens, prompt.token_ids),
                             stop_strings=tuple(request.stop), deadline=request.deadline, cancel=cancel,
                             text_end=lambda t: block_end(t, context, shape))
             generation = engine.generate(prompt.token_ids, sampling, stop, state=state, budget=budget,

@@ -677,3 +677,10 @@ def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path,
 def test_complete_refuses_an_empty_stop_string_as_the_daemon_does(source):
     result = nestling("complete", source, "--line", 5, "--col", 5, "--stop", "")
     assert result.returncode == 2 and "--stop takes a non-empty string" in result.stderr
+
+
+def test_complete_refuses_max_tokens_past_the_models_positions(model_dir, source):
+    result = nestling("complete", source, "--line", 5, "--col", 5, "--model", model_dir, "--head", "none",
+                      "--max-tokens", 5000)  # (the tiny model has 4,096 positions; nothing checked them)
+    assert result.returncode == 2 and "runs past the 4,096 positions of" in result.stderr, result.stderr
+    assert "give --max-tokens" in result.stderr
