@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
-from ..context.fim import build_fim_prompt, lf_only, split_at
+from ..context.fim import LfDocument, build_fim_prompt, lf_only, split_at
 from ..context.languages import file_name_hint, find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
@@ -67,7 +68,7 @@ TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
 
 
 def read_source(path: Path) -> str:
-    """The file's text (UTF-8; a byte order mark is neither text nor a column; CRLF and a lone CR a line feed);
+    """The file's text (UTF-8; a byte order mark is neither text nor a column; its line breaks as they are);
     ValueError for a file that cannot be read or does not look like text (NUL bytes, or mostly bytes that are not
     UTF-8), before any model loads."""
     try:
@@ -85,9 +86,17 @@ def read_source(path: Path) -> str:
     text = data.decode("utf-8-sig", errors="replace")
     if "\ufffd" in text and text.count("\ufffd") > data.count("\ufffd".encode()):
         text = _not_utf8(path, data, text)
-    # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
-    # code after CRLF)
-    return lf_only(text)
+    return text
+
+
+def raw_offset(raw: str, lf_offset: int) -> int:
+    """Where offset `lf_offset` of lf_only(raw) lies in `raw` (each CRLF before it is one character more there)."""
+    offset = lf_offset
+    for pair in re.finditer("\r\n", raw):
+        if pair.start() >= offset:
+            break
+        offset += 1
+    return offset
 
 
 def _not_utf8(path: Path, data: bytes, replaced: str) -> str:
@@ -108,24 +117,29 @@ def run(args) -> int:
     if any(not stop for stop in args.stop):
         raise ValueError("--stop takes a non-empty string (an empty one would end every completion at once)")
     check_sampling_flags(args)
-    text = read_source(args.file)
+    raw = read_source(args.file)
+    # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
+    # code after CRLF)
+    text = lf_only(raw)
     prefix, suffix = split_at(text, args.line - 1, args.col - 1)
     if args.daemon:
         if args.raw:
             raise ValueError("--raw does not go with --daemon: the daemon always cuts the text as an editor shows it; "
                              "drop one of them")
         warn_unused_sampling_flags(args)
-        return complete_on_daemon(args, text, len(prefix))
+        # the file as it is: the daemon's offsets (`replaces`) and text then are the file's, CRLFs and all
+        return complete_on_daemon(args, raw, raw_offset(raw, len(prefix)))
     if args.socket or args.tcp or args.token:
         raise ValueError("--socket, --tcp and --token go with --daemon")
     if args.raw and args.line_mode != "auto":
         raise ValueError("--line-mode says where to cut the text, and --raw does not cut it: drop one of them")
     warn_unused_sampling_flags(args)
-    return complete_here(args, text, prefix, suffix)
+    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0).line_break)
 
 
-def complete_here(args, text: str, prefix: str, suffix: str) -> int:
-    """The completion between `prefix` and `suffix` from the model loaded in this process, text then stats."""
+def complete_here(args, text: str, prefix: str, suffix: str, line_break: str = "\n") -> int:
+    """The completion between `prefix` and `suffix` from the model loaded in this process, text (in the file's
+    `line_break`, as the daemon gives it) then stats."""
     from ..runtime import load_runtime  # torch and the model: not for --daemon
     from ..speculative.accept import Sampling
     from ..speculative.engine import StopRule
@@ -154,6 +168,7 @@ def complete_here(args, text: str, prefix: str, suffix: str) -> int:
     ).run()
     stats = generation.stats
     shown = generation.text if context is None else finalize(generation.text or "", context, shape)
+    shown = shown if line_break == "\n" else shown.replace("\n", line_break)
     if args.json:
         print(json.dumps({"text": shown, "mode": args.mode, "region": region.value, "line_mode": shape,
                           **runtime.describe(), "stats": stats_as_the_daemon_names_them(stats.to_dict())}))

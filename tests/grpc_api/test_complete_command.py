@@ -47,6 +47,28 @@ def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemo
     assert err.startswith("-- 8 tokens, mode ar, tau 1.00") and f"daemon at unix:{socket}" in err
 
 
+def test_a_crlf_files_offsets_and_text_are_the_files_own(daemon, tmp_path, capsys):
+    """(The CLI sent the text with line feeds: `replaces` counted those, 2 short at line 3, and the text came back
+    with LFs.)"""
+    from nestling.daemon.cli.complete import raw_offset
+
+    assert [raw_offset("a\r\nb\r\nc", k) for k in range(6)] == [0, 1, 3, 4, 6, 7] and raw_offset("a\nb", 2) == 2
+    path = tmp_path / "calc.py"
+    path.write_bytes(SOURCE.replace("\n", "\r\n").encode())
+    lf = tmp_path / "calc_lf.py"
+    lf.write_text(SOURCE)
+    socket = daemon.config.socket_path
+    flags = ("--line", 6, "--col", 5, "--daemon", "--socket", socket, "--max-tokens", 8, "--line-mode", "multi",
+             "--json")
+    code, out, err = complete(capsys, path, *flags)
+    assert code == 0, err
+    reply = json.loads(out)
+    raw = path.read_bytes().decode()
+    assert reply["replaces"]["start"] == raw.index("\r\n    \r\n") + 6  # the cursor in the file as it is
+    code, out, err = complete(capsys, lf, *flags)
+    assert json.loads(out)["text"].replace("\n", "\r\n") == reply["text"]  # the same text, in the file's breaks
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--model", "x"], "drop --model"),
     (["--mode", "lookup"], "--mode spec or ar, not lookup"),
