@@ -13,6 +13,16 @@ from ..context.languages import find_language
 from ..context.syntax import SyntaxDocument
 
 DATA = Path(__file__).parent / "data"
+FILLER = {  # a top-level construct of each language, to repeat around a snippet for a long file (format with i=)
+    "python": "def pad{i}(x):\n    return [x, {i}]\n\n\n",
+    "javascript": "function pad{i}(x) {{\n  return [x, {i}];\n}}\n\n",
+    "typescript": "function pad{i}(x: number): number[] {{\n  return [x, {i}];\n}}\n\n",
+    "go": "func pad{i}(x int) []int {{\n\treturn []int{{x, {i}}}\n}}\n\n",
+    "rust": "fn pad{i}(x: i32) -> Vec<i32> {{\n    vec![x, {i}]\n}}\n\n",
+    "java": "class Pad{i} {{\n  int f(int x) {{ return x + {i}; }}\n}}\n\n",
+    "c": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
+    "cpp": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
+}
 
 
 def measure(lines: int = 5000, edits: int = 50, seed: int = 0) -> dict[str, dict]:

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from nestling.daemon.bench.syntax_latency import FILLER
 from nestling.daemon.context.languages import find_language, language_table
 from nestling.daemon.context import syntax
 from nestling.daemon.context.syntax import Region, SyntaxDocument
@@ -286,18 +287,6 @@ def test_the_name_and_closers_reparses_are_bounded_too(monkeypatch):
     assert document.sexp() == SyntaxDocument(document.text, spec).sexp()  # the cancelled parse is not resumed
 
 
-PADDING = {  # a top-level construct of each language, repeated around a snippet to make a long file
-    "python": "def pad{i}(x):\n    return [x, {i}]\n\n\n",
-    "javascript": "function pad{i}(x) {{\n  return [x, {i}];\n}}\n\n",
-    "typescript": "function pad{i}(x: number): number[] {{\n  return [x, {i}];\n}}\n\n",
-    "go": "func pad{i}(x int) []int {{\n\treturn []int{{x, {i}}}\n}}\n\n",
-    "rust": "fn pad{i}(x: i32) -> Vec<i32> {{\n    vec![x, {i}]\n}}\n\n",
-    "java": "class Pad{i} {{\n  int f(int x) {{ return x + {i}; }}\n}}\n\n",
-    "c": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
-    "cpp": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
-}
-
-
 @pytest.mark.parametrize("around", ["before and after", "before", "after"])
 @pytest.mark.parametrize("language", sorted(CASES))
 def test_typed_lines_parsed_in_the_top_level_constructs_around_them_give_the_whole_files_regions(
@@ -305,8 +294,8 @@ def test_typed_lines_parsed_in_the_top_level_constructs_around_them_give_the_who
     """The typed lines are parsed in the few top-level constructs around the cursor's line, not in a copy of the
     whole file (~5-20 ms a lookup in 5,000-8,000 lines with an unfinished line in them): each snippet amid 60
     constructs on either side has its own region, the same as with the whole file reparsed."""
-    before = "".join(PADDING[language].format(i=i) for i in range(60)) if "before" in around else ""
-    after = "".join(PADDING[language].format(i=i + 100) for i in range(60)) if "after" in around else ""
+    before = "".join(FILLER[language].format(i=i) for i in range(60)) if "before" in around else ""
+    after = "".join(FILLER[language].format(i=i + 100) for i in range(60)) if "after" in around else ""
     head = "package main\n\n" if language == "go" else ""
     shares = (syntax.WINDOW_SHARE, 0.0)  # (0: any window is too large a share, the whole file is reparsed)
     for snippet, expected in CASES[language]:
@@ -322,7 +311,7 @@ def test_typed_lines_parsed_in_the_top_level_constructs_around_them_give_the_who
 
 def test_the_window_is_the_constructs_holding_the_line_and_the_next_line_of_code():
     spec = language_table()["python"]
-    pad = "".join(PADDING["python"].format(i=i) for i in range(100))
+    pad = "".join(FILLER["python"].format(i=i) for i in range(100))
     text = pad + "class A:\n    def f(self):\n        return 1\n\n    from \n\n    def g(self):\n        return 2\n" + pad
     cursor = text.index("from ") + len("from ")
     document = SyntaxDocument(text, spec)
@@ -341,7 +330,7 @@ def test_the_window_is_the_constructs_holding_the_line_and_the_next_line_of_code
 ])
 def test_the_window_is_not_a_piece_of_a_larger_construct(language, snippet, expected, monkeypatch):
     """(Found by review: the window had been a method cut out of its class, or a line cut from its attribute.)"""
-    pad = "".join(PADDING[language].format(i=i) for i in range(5))
+    pad = "".join(FILLER[language].format(i=i) for i in range(5))
     text = pad + snippet + pad
     offset, text = text.index(CURSOR), text.replace(CURSOR, "")
     regions = []

@@ -9,22 +9,13 @@ import random
 import re
 from pathlib import Path
 
+from nestling.daemon.bench.syntax_latency import FILLER
 from nestling.daemon.context import syntax
 from nestling.daemon.context.languages import find_language
 
 syntax.TYPED_REPARSES_BUDGET_S = syntax.NAMED_REPARSES_BUDGET_S = 60.0
 WINDOWED = syntax.WINDOW_SHARE
 DATA = Path(syntax.__file__).resolve().parents[1] / "bench" / "data"
-PADDING = {
-    "python": "def pad{i}(x):\n    return [x, {i}]\n\n\n",
-    "javascript": "function pad{i}(x) {{\n  return [x, {i}];\n}}\n\n",
-    "typescript": "function pad{i}(x: number): number[] {{\n  return [x, {i}];\n}}\n\n",
-    "go": "func pad{i}(x int) []int {{\n\treturn []int{{x, {i}}}\n}}\n\n",
-    "rust": "fn pad{i}(x: i32) -> Vec<i32> {{\n    vec![x, {i}]\n}}\n\n",
-    "java": "class Pad{i} {{\n  int f(int x) {{ return x + {i}; }}\n}}\n\n",
-    "c": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
-    "cpp": "int pad{i}(int x) {{\n  return x + {i};\n}}\n\n",
-}
 
 
 def regions(spec, text: str, offset: int) -> list[str]:
@@ -41,8 +32,8 @@ for path in sorted(DATA.iterdir()):
     if spec.name == "go":  # the package clause stays first
         head = re.match(r"package \w+\n", source).group(0)
         source = source[len(head):]
-    before = "".join(PADDING[spec.name].format(i=i) for i in range(25))
-    after = "".join(PADDING[spec.name].format(i=i + 100) for i in range(25))
+    before = "".join(FILLER[spec.name].format(i=i) for i in range(25))
+    after = "".join(FILLER[spec.name].format(i=i + 100) for i in range(25))
     lines = source.split("\n")
     rng = random.Random(0)
     cases = differ = 0
