@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import sys
 from pathlib import Path
 
-from ..context.fim import LfDocument, build_fim_prompt, lf_only, split_at
+from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only, split_at
 from ..context.languages import file_name_hint, find_language
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
@@ -100,12 +101,18 @@ def raw_offset(raw: str, lf_offset: int) -> int:
 
 
 def _not_utf8(path: Path, data: bytes, replaced: str) -> str:
-    """The text of a file with bytes that are not UTF-8, and a warning: read as Latin-1 where no byte above 127 makes
-    UTF-8 (`caf\\xe9`: café), else with U+FFFD for the bytes that do not (a completion that copies those holds it)."""
-    if not any(ord(char) > 127 and char != "\ufffd" for char in replaced):
-        print(f"nestling complete: warning: {path} is not UTF-8; read as Latin-1", file=sys.stderr)
-        return data.decode("latin-1")
-    bad = replaced.count("\ufffd") - data.count("\ufffd".encode())
+    """The text of a file with bytes that are not UTF-8, and a warning: read as Windows-1252 (Latin-1 where that has
+    no character) where nothing in it makes UTF-8 (`caf\\xe9`: café), else with U+FFFD for the bytes that are not (a
+    completion that copies those holds it). UTF-8 shows in a byte order mark or any character beyond ASCII that reads."""
+    literal = "\ufffd".encode()
+    if not (data.startswith(codecs.BOM_UTF8) or literal in data or any(ord(c) > 127 and c != "\ufffd" for c in replaced)):
+        try:
+            text, codec = data.decode("cp1252"), "Windows-1252"
+        except UnicodeDecodeError:  # (five bytes Windows-1252 leaves undefined)
+            text, codec = data.decode("latin-1"), "Latin-1"
+        print(f"nestling complete: warning: {path} is not UTF-8; read as {codec}", file=sys.stderr)
+        return text
+    bad = replaced.count("\ufffd") - data.count(literal)
     print(f"nestling complete: warning: {path} has {bad} byte{'s' * (bad != 1)} that {'are' if bad != 1 else 'is'} not "
           "UTF-8, read as U+FFFD (a completion that copies them holds U+FFFD)", file=sys.stderr)
     return replaced
@@ -146,8 +153,8 @@ def complete_here(args, text: str, prefix: str, suffix: str, line_break: str = "
 
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
-    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix,
-                              path=file_name_hint(args.file.name))
+    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=file_name_hint(args.file.name),
+                              budget=FimBudget().fitted(target.positions))
     positions = target.positions
     if positions and len(prompt.token_ids) + args.max_tokens > positions:
         raise ValueError(f"--max-tokens {args.max_tokens:,} after the prompt's {len(prompt.token_ids):,} tokens runs past "

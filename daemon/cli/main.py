@@ -9,9 +9,12 @@ import logging
 import os
 import sys
 
-# gRPC's C core writes its own log lines to the terminal ("E1207 ... add_port.cc:83 Failed to add port", "I1207 ...
-# Got goaway"); nestling says what went wrong in its own words. GRPC_VERBOSITY set by the user still applies.
-os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+# gRPC's C core writes its own log lines to the terminal ("I1207 ... Got goaway" after a client's call); the commands
+# say what went wrong in their own words. Not for `serve`: its lines go to daemon.log, where they may tell why a
+# daemon failed (and a detached daemon's environment is this one's). GRPC_VERBOSITY set by the user still applies.
+QUIET_GRPC = "NESTLING_QUIET_GRPC"  # says GRPC_VERBOSITY was set here, not by the user (a daemon started later drops it)
+if sys.argv[1:2] != ["serve"] and "GRPC_VERBOSITY" not in os.environ:
+    os.environ.update({"GRPC_VERBOSITY": "NONE", QUIET_GRPC: "1"})
 
 from ..grpc_api.daemon_lock import DaemonError
 from ..log_levels import NOTICE

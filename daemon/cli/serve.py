@@ -139,26 +139,41 @@ def _seconds(text: str) -> float:
 def check_before_restart(config, sources: dict) -> None:
     """The model and head a restarted daemon would load, checked as far as can be without the model (a ValueError,
     said of its flag or setting): --restart with a mistyped --head had stopped the running daemon and started none."""
-    from ..models.default_model import EMBEDDED_MODELS
     from ..models.eagle_head import load_head
     from ..models.errors import HeadLoadError
     from ..runtime import DRAFT_MODEL
 
-    model, head = config.model, config.head
-    if model is not None and model not in EMBEDDED_MODELS and not Path(model).expanduser().exists():
-        raise ValueError(said_of_its_setting(f"--model {model!r}: no such file or folder", "model",
-                                             sources.get("model", "")) + "; the running daemon is left as it is")
+    if (problem := _model_problem(config.model)) is not None:
+        raise ValueError(said_of_its_setting(f"--model {config.model!r}: {problem}", "model", sources.get("model", ""))
+                         + "; the running daemon is left as it is")
+    head = config.head
     if head is None or head in ("none", "untrained"):
         return
-    draft = head.removeprefix(DRAFT_MODEL) if head.startswith(DRAFT_MODEL) else None
     try:
-        if draft is None:
+        if not head.startswith(DRAFT_MODEL):
             load_head(head)  # (the weights read and checked; their fit to the model is checked when it loads)
-        elif draft not in EMBEDDED_MODELS and not Path(draft).expanduser().exists():
-            raise HeadLoadError(f"{head!r}: no such model file or folder after {DRAFT_MODEL!r}")
+        elif not head.removeprefix(DRAFT_MODEL):
+            raise HeadLoadError(f"{head!r}: no model after {DRAFT_MODEL!r}")
+        elif (problem := _model_problem(head.removeprefix(DRAFT_MODEL))) is not None:
+            raise HeadLoadError(f"{head!r}: {problem}")
     except HeadLoadError as exc:
         raise ValueError(said_of_its_setting(f"--head {exc}", "head", sources.get("head", "")) +
                          "; the running daemon is left as it is") from None
+
+
+def _model_problem(spec: str | None) -> str | None:
+    """What keeps `spec` (as --model takes it) from being a model, as far as its files say: None for an embedded name,
+    a .gguf file or a folder with a config.json."""
+    from ..models.default_model import EMBEDDED_MODELS
+
+    if spec is None or spec in EMBEDDED_MODELS:
+        return None
+    path = Path(spec).expanduser()
+    if not path.exists():
+        return "no such file or folder"
+    if path.is_file():
+        return None if path.suffix == ".gguf" else "expected a model folder or a .gguf file"
+    return None if (path / "config.json").is_file() else "a folder without config.json: no Hugging Face model folder"
 
 
 def said_of_its_setting(message: str, key: str, source: str) -> str:
@@ -228,6 +243,8 @@ def child_command(argv: list[str], token: str | None) -> tuple[list[str], dict]:
     env = os.environ.copy()
     if token:
         env[TOKEN_VARIABLE] = token
+    if env.pop("NESTLING_QUIET_GRPC", None):  # (cli/main.py quieted gRPC for a client, `nestling lsp` say: the
+        env.pop("GRPC_VERBOSITY", None)  # daemon's log keeps gRPC's own lines)
     return kept, env
 
 

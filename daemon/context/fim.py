@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # A token rarely spans more than this many characters; bounds the text tokenized for a budget.
 _CHARS_PER_TOKEN_BOUND = 16
@@ -16,6 +16,14 @@ class FimBudget:
     suffix_tokens: int = 512  # tokens of text after the cursor, at most
     path_header: bool = False  # put the file's name first (<|file_sep|>name) where the model has the marker; off: it made
     # the 0.5B Instruct model answer with markdown (a document of one line at most gets it anyway: `_short_document`)
+
+    def fitted(self, positions: int | None, room: int = 32) -> "FimBudget":
+        """This budget, cut where it leaves a model of `positions` fewer than `room` of them to write in (a model of
+        2,048 positions with a 4,000-token prefix budget): the suffix to a quarter at most, the prefix to the rest."""
+        if not positions or self.prefix_tokens + self.suffix_tokens + room <= positions:
+            return self
+        suffix = min(self.suffix_tokens, max(0, (positions - room) // 4))
+        return replace(self, prefix_tokens=max(1, positions - room - suffix), suffix_tokens=suffix)
 
 
 @dataclass(frozen=True)

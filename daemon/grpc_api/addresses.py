@@ -108,4 +108,7 @@ def running_daemons_socket() -> str | None:
     from ..service.config import runtime_dir
 
     lock = DaemonLock(runtime_dir())
-    return lock.socket_named() if lock.holder() is not None else None
+    try:
+        return lock.socket_named() if lock.holder() is not None else None
+    except DaemonError:  # (a daemon starting, that has not written its pid yet: the configured socket, then)
+        return None

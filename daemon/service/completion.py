@@ -146,19 +146,16 @@ class CompletionResult:
     stats: CompletionStats = field(default_factory=CompletionStats)
 
 
-PROMPT_ROOM = 32  # positions a prompt leaves to the completion at least (the budgets are cut where they leave less)
-
-
 def fitted_budget(config: ServiceConfig, positions: int | None) -> FimBudget:
-    """The prompt budget of prefix_tokens and suffix_tokens, cut (with a warning) where the two leave the model fewer
-    than PROMPT_ROOM of its positions to write in (a model of 2,048 positions with a 4,000-token prefix budget)."""
-    prefix, suffix = config.prefix_tokens, config.suffix_tokens
-    if positions and prefix + suffix + PROMPT_ROOM > positions:
-        suffix = min(suffix, max(0, (positions - PROMPT_ROOM) // 4))
-        prefix = max(1, positions - PROMPT_ROOM - suffix)
+    """The prompt budget of prefix_tokens and suffix_tokens, cut (with a warning) where the two leave the model too few
+    of its positions to write in (FimBudget.fitted)."""
+    budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
+    fitted = budget.fitted(positions)
+    if fitted != budget:
         log.warning("prefix_tokens %d and suffix_tokens %d leave the model (%d positions) too little room to write: "
-                    "prompts take %d and %d", config.prefix_tokens, config.suffix_tokens, positions, prefix, suffix)
-    return FimBudget(prefix_tokens=prefix, suffix_tokens=suffix)
+                    "prompts take %d and %d", budget.prefix_tokens, budget.suffix_tokens, positions,
+                    fitted.prefix_tokens, fitted.suffix_tokens)
+    return fitted
 
 
 class CompletionService:

@@ -9,7 +9,7 @@ also serves as an early stop rule during generation, so no tokens are spent past
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..context.syntax import Region
 
@@ -29,6 +29,7 @@ class CursorContext:
     at_end: bool = False  # nothing but whitespace after the cursor (the end of the file)
     previous_head: str = ""  # the line the previous line's statement starts on: itself, or the line that opened the
     # brackets it closes (`def f(a,` of `         b):`)
+    code: bool = True  # a programming language of the table (not Markdown, plain text or one nestling has no grammar for)
 
     @classmethod
     def from_text(cls, prefix: str, suffix: str, region: Region, brace_language: bool) -> "CursorContext":
@@ -58,7 +59,8 @@ def _open_brackets(line: str) -> int:
 
 def cursor_context(prefix: str, suffix: str, region: Region, language) -> CursorContext:
     """The context of a cursor between `prefix` and `suffix` in a document of `language` (a Language, or None)."""
-    return CursorContext.from_text(prefix, suffix, region, bool(language and language.name in BRACE_LANGUAGES))
+    context = CursorContext.from_text(prefix, suffix, region, bool(language and language.name in BRACE_LANGUAGES))
+    return replace(context, code=language is not None)
 
 
 def _indent(line: str) -> int:
@@ -88,17 +90,23 @@ def block_end(text: str, ctx: CursorContext, mode: str) -> int | None:
 
 
 MARKDOWN_FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
+OPEN_STRINGS = ('"""', "'''", "`")  # quotes a fence line may lie inside: a docstring, a template literal
 
 
 def _markdown_fence(text: str, ctx: CursorContext) -> int | None:
     """Where a line of the text that starts a Markdown fence (```) begins, less its line break: the default model
-    (an instruct model) closes code it wrote at a file's end with one, and no language here has such a line (in a
-    comment or a string it may be Markdown: kept)."""
-    if ctx.region in (Region.COMMENT, Region.STRING):
+    (an instruct model) closes code it wrote at a file's end with one, and no language of the table has such a line
+    outside a string. Kept: in a document of another language (Markdown's fences are its own), at a cursor in a
+    comment or a string, and where the text before the line leaves a docstring or a template literal open."""
+    if not ctx.code or ctx.region in (Region.COMMENT, Region.STRING):
         return None
     for found in MARKDOWN_FENCE.finditer(text):
-        if found.start() > 0 or not ctx.line_before.strip():  # (on the cursor's line: only where it starts the line)
-            return max(0, found.start() - 1)
+        if found.start() == 0 and ctx.line_before.strip():  # (on the cursor's line: only where it starts the line)
+            continue
+        before = text[:found.start()]
+        if any(before.count(quote) % 2 for quote in OPEN_STRINGS):
+            return None
+        return max(0, found.start() - 1)
     return None
 
 

@@ -408,9 +408,9 @@ def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
     shown = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
                      "--repeats", 1)
     assert shown.returncode == 0 and "\nwas: " in shown.stdout, shown.stderr
-    beyond = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 600)
-    assert beyond.returncode == 2 and "--context 600 and trees of up to" in beyond.stderr \
-        and "exceed the model's 512 positions" in beyond.stderr, beyond.stderr
+    beyond = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 4090)
+    assert beyond.returncode == 2 and "--context 4090 and trees of up to" in beyond.stderr \
+        and "exceed the model's 4096 positions" in beyond.stderr, beyond.stderr
 
 
 def test_version_prints_the_package_version_and_code_stamp_without_loading_the_model_stack():
@@ -542,7 +542,7 @@ def test_a_latin1_character_or_two_is_still_text(model_dir, tmp_path):
     result = nestling("complete", path, "--line", 2, "--col", 6, "--model", model_dir, "--head", "none",
                       "--max-tokens", 2)
     assert result.returncode == 0, result.stderr
-    assert f"warning: {path} is not UTF-8; read as Latin-1" in result.stderr
+    assert f"warning: {path} is not UTF-8; read as Windows-1252" in result.stderr
 
 
 def test_a_file_that_is_not_utf8_is_read_as_latin1_or_said_to_hold_replacements(tmp_path, capsys):
@@ -556,7 +556,14 @@ def test_a_file_that_is_not_utf8_is_read_as_latin1_or_said_to_hold_replacements(
     mixed.write_bytes('# caf\u00e9 \u2014 \u00e9t\u00e9\nx = "\u00e9"\n'.encode() + b"y = '\xe9'\n")  # UTF-8, one stray byte
     assert read_source(mixed) == '# caf\u00e9 \u2014 \u00e9t\u00e9\nx = "\u00e9"\ny = \'\ufffd\'\n'
     err = capsys.readouterr().err
-    assert f"{latin1} is not UTF-8; read as Latin-1" in err and f"{mixed} has 1 byte that is not UTF-8" in err
+    assert f"{latin1} is not UTF-8; read as Windows-1252" in err and f"{mixed} has 1 byte that is not UTF-8" in err
+    bom = tmp_path / "bom.py"  # (found by review: a byte order mark read as Latin-1 was three characters of text)
+    bom.write_bytes(b"\xef\xbb\xbfname = 'caf\xe9'\n")
+    assert read_source(bom) == "name = 'caf\ufffd'\n"
+    quotes = tmp_path / "quotes.py"
+    quotes.write_bytes(b"s = '\x93quoted\x94'\n")  # Windows-1252's curly quotes
+    assert read_source(quotes) == "s = '\u201cquoted\u201d'\n"
+    capsys.readouterr()
     plain = tmp_path / "replacement.py"
     plain.write_text("x = '\ufffd'\n")  # U+FFFD written in the file: nothing to say
     assert read_source(plain) == "x = '\ufffd'\n" and capsys.readouterr().err == ""

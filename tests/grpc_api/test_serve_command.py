@@ -108,7 +108,9 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         (corrupt / "config.json").write_text("{not json")
         for flags, said in ((["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
                             (["--model", model_folder, "--head", corrupt], "config.json"),
-                            (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder")):
+                            (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder"),
+                            (["--model", model_folder, "--head", "model:"], "no model after 'model:'"),
+                            (["--model", tmp_path, "--head", "untrained"], "a folder without config.json")):
             refused = nestling("serve", "--restart", *flags, "--dtype", "float32", env=env)
             assert refused.returncode == 2 and said in refused.stderr, refused.stderr
             assert "the running daemon is left as it is" in refused.stderr and "stopped" not in refused.stdout
@@ -339,3 +341,16 @@ def test_a_stop_while_the_model_loads_does_not_wait_for_the_load(tmp_path, model
     gate.set()
     assert not alive  # it used to wait for the load's thread when its event loop closed
     assert not running.config.socket_path.exists()
+
+
+def test_a_detached_daemon_keeps_grpcs_own_log_lines_unless_the_user_quieted_them(monkeypatch):
+    """(The CLI quiets gRPC's C core for its clients; a daemon started from one, by `nestling lsp` say, inherited it
+    and its daemon.log lost gRPC's reasons.)"""
+    from nestling.daemon.cli.serve import child_command
+
+    monkeypatch.setenv("GRPC_VERBOSITY", "NONE")
+    monkeypatch.setenv("NESTLING_QUIET_GRPC", "1")  # set by cli/main.py, not by the user
+    argv, env = child_command(["serve", "--detach", "--token", "t"], None)
+    assert argv == ["serve"] and "GRPC_VERBOSITY" not in env and "NESTLING_QUIET_GRPC" not in env
+    monkeypatch.delenv("NESTLING_QUIET_GRPC")  # the user's own setting
+    assert child_command(["serve"], None)[1]["GRPC_VERBOSITY"] == "NONE"

@@ -256,11 +256,11 @@ def test_the_stats_name_the_mode_the_daemon_decoded_with(runtime):
 def test_prompts_and_completions_keep_within_the_models_positions(runtime, monkeypatch, caplog):
     """(Nothing checked the model's context: a tiny model of 64 positions got 1,009-token prompts and completions
     running past them.)"""
-    from nestling.daemon.service.completion import PROMPT_ROOM, fitted_budget
+    from nestling.daemon.service.completion import fitted_budget
 
     assert fitted_budget(ServiceConfig(), None).prefix_tokens == ServiceConfig().prefix_tokens  # (no limit said)
     budget = fitted_budget(ServiceConfig(prefix_tokens=1536, suffix_tokens=64), 512)
-    assert budget.prefix_tokens + budget.suffix_tokens + PROMPT_ROOM <= 512 and budget.suffix_tokens == 64
+    assert budget.prefix_tokens + budget.suffix_tokens + 32 <= 512 and budget.suffix_tokens == 64
     assert "too little room to write" in caplog.text
     monkeypatch.setattr(type(runtime.target), "positions", property(lambda self: 160))
     service = CompletionService(runtime, ServiceConfig(max_tokens=200, max_tokens_limit=1024))

@@ -190,3 +190,17 @@ def test_a_markdown_fence_ends_the_text_before_its_line():
     assert finalize("return 0;\n  ```\n", braces, "multi") == "return 0;"
     docstring = ctx('def f():\n    """Example:\n\n    ', '\n    """\n', region=Region.COMMENT)
     assert finalize("```python\n    f()\n    ```", docstring, "multi").startswith("```python")  # Markdown in a docstring
+
+
+def test_a_markdown_fence_in_a_string_the_completion_opens_or_in_another_language_is_kept():
+    """(Found by review: a docstring with a fenced example was cut after its first line; Markdown lost its fences.)"""
+    body = ctx("def usage():\n    ", "\n")
+    docstring = 'r"""Run it:\n\n    ```bash\n    tool run\n    ```\n    """\n    return 1'
+    assert finalize(docstring, body, "multi") == docstring
+    template = ctx("function help() {\n  ", "\n}\n", brace=True)
+    literal = "return `Usage:\n  ```sh\n  tool run\n  ```\n  `;"
+    assert finalize(literal, template, "multi") == literal
+    from dataclasses import replace
+
+    markdown = replace(ctx("# Tool\n\n## Usage\n\n", "", region=Region.NEUTRAL), code=False)
+    assert finalize("```bash\ntool run\n```", markdown, "multi") == "```bash\ntool run\n```"
