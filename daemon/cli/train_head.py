@@ -113,11 +113,8 @@ def _train(args, data, train) -> int:
               "only; no training steps", file=sys.stderr)
     target = load_target(args.model, device=args.device, dtype=args.dtype)
     command = "nestling " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    if args.no_resume:  # training starts over: its checkpoint and the draft vocabulary counted for it go
-        (args.out / "checkpoint.pt").unlink(missing_ok=True)
-        (args.out / "draft_vocab.pt").unlink(missing_ok=True)
     try:
-        card = run_training(target, data, train, args.out, command=command)
+        card = run_training(target, data, train, args.out, command=command, resume=not args.no_resume)
     except TrainingStopped as stopped:
         print(stopped, file=sys.stderr)
         return 130

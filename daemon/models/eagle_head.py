@@ -309,6 +309,9 @@ def _read_config(folder: Path):
 
     path = folder / "config.json"
     if not path.is_file():
+        if (folder / "head" / "config.json").is_file():  # a train-head --out folder: its head is in head/
+            raise HeadLoadError(f"{path}: missing; this looks like a train-head output folder, whose head is "
+                                f"{folder / 'head'}: give that")
         raise HeadLoadError(f"{path}: missing (an EAGLE head folder needs config.json and its weights)")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))

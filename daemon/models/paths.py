@@ -45,6 +45,15 @@ def _check_folder(path: Path, named: str, value: str) -> None:
         return
 
 
+def _file_mode() -> int:
+    umask = os.umask(0o022)  # (read by setting it; put back at once)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+FILE_MODE = _file_mode()  # what a file written here gets: what the user's umask gives a new file
+
+
 @contextmanager
 def replacing(path: Path):
     """Yields a temporary path beside `path` to write; when the block ends without an error it takes `path`'s place
@@ -53,7 +62,8 @@ def replacing(path: Path):
     temporary = path.with_name(path.name + ".tmp")
     try:
         yield temporary
-        os.replace(temporary, path)
+        os.chmod(temporary, FILE_MODE)  # (safetensors writes 0600 whatever the umask: a head another account's daemon
+        os.replace(temporary, path)  # could not read)
     finally:
         temporary.unlink(missing_ok=True)
 

@@ -228,20 +228,23 @@ def mean_feature_rms(sequences: list[DistilledSequence], limit: int = 256) -> fl
 
 
 def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_dir: Path,
-                 command: str = "", progress: bool = True) -> dict:
+                 command: str = "", progress: bool = True, resume: bool = True) -> dict:
     """The whole recipe; returns the training card as a dict (also written next to the head). Ctrl-C or SIGTERM
     stops it without losing work (stopping.py): while distilling it raises TrainingStopped, while training it
-    checkpoints and returns the card so far (`stopped_by_signal`)."""
+    checkpoints and returns the card so far (`stopped_by_signal`). `resume` false (--no-resume): out_dir's
+    checkpoint and draft vocabulary are set aside once the data is ready, not before (a run refused on the way keeps
+    them)."""
     with StopSignal() as stopped:
-        return _run(target, data, train, Path(out_dir), command, progress, lambda: bool(stopped))
+        return _run(target, data, train, Path(out_dir), command, progress, lambda: bool(stopped), resume)
 
 
 def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: str, progress: bool,
-         should_stop: Callable[[], bool]) -> dict:
+         should_stop: Callable[[], bool], resume: bool = True) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     weights = weights_digest(target.model)  # (once: about a second for the default model)
-    check_resumable(target, data, train, out_dir, weights)
+    if resume:
+        check_resumable(target, data, train, out_dir, weights)
     init = load_head(train.init_head, target) if train.init_head else None
     train_set, held_out, corpus = prepare_data(target, data, progress, feature_layers_for(target, data, init),
                                                should_stop, weights)
@@ -259,6 +262,9 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
         raise ValueError(f"no held-out continuation is long enough to score --eval-steps {train.eval_steps} draft "
                          f"steps (the longest has {longest} tokens): give fewer --eval-steps, more --held-out-samples "
                          "or a larger corpus")
+    if not resume:  # training starts over: its checkpoint and the draft vocabulary counted for it go, now
+        (out_dir / "checkpoint.pt").unlink(missing_ok=True)
+        (out_dir / "draft_vocab.pt").unlink(missing_ok=True)
     head = starting_head(target, data, out_dir, train_set, init)
     draft_ids = head.draft_to_target
     # the init head's own weights (a graft's new fuse and norm are not among them)

@@ -275,6 +275,15 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
                         command="test", progress=False)
     assert card["steps"] == 6 and len(card["learning_curve"]) == 2
     assert (tmp_path / "out" / "head" / "CARD.md").read_text().startswith("# EAGLE head")
+    from nestling.daemon.models.errors import HeadLoadError
+
+    with pytest.raises(HeadLoadError, match="a train-head output folder, whose head is .*out/head: give that"):
+        load_head(tmp_path / "out", target)  # (the --out folder given as --head: "config.json: missing")
+    from nestling.daemon.models.paths import FILE_MODE
+
+    modes = {name: (tmp_path / "out" / "head" / name).stat().st_mode & 0o777 for name in ("model.safetensors",
+                                                                                      "config.json")}
+    assert modes == {"model.safetensors": FILE_MODE, "config.json": FILE_MODE}  # (safetensors wrote 0600)
     head = load_head(tmp_path / "out" / "head", target)
     assert head.draft_vocab_size == 200 and head.input_norm
     # the saved head drafts from the vocabulary the run counted (a scrambled mapping would still decode losslessly)
@@ -287,6 +296,21 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     # resuming a finished run does no more steps
     again = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
     assert again["steps"] == 6
+
+
+def test_starting_over_sets_the_checkpoint_aside_only_once_the_data_is_ready(tmp_path, target, corpus):
+    """(--no-resume deleted the checkpoint and the draft vocabulary first; a cache made with other settings was then
+    refused, and the run they belonged to was lost.)"""
+    config = TrainConfig(unroll=1, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    run_training(target, data, config, tmp_path / "out", progress=False)
+    kept = {name: (tmp_path / "out" / name).read_bytes() for name in ("checkpoint.pt", "draft_vocab.pt")}
+    other = replace(data, max_new_tokens=data.max_new_tokens + 4)  # the cache holds other continuations
+    with pytest.raises(ValueError, match="the cache was made from another"):
+        run_training(target, other, config, tmp_path / "out", progress=False, resume=False)
+    assert {name: (tmp_path / "out" / name).read_bytes() for name in kept} == kept
+    card = run_training(target, data, replace(config, max_steps=1), tmp_path / "out", progress=False, resume=False)
+    assert card["steps"] == 1  # started over (resumed, it would have had its 2 steps already)
 
 
 def test_a_signal_while_distilling_keeps_what_was_distilled_and_the_same_command_goes_on(tmp_path, target, corpus,
