@@ -208,9 +208,13 @@ def detach(args, config) -> int:
         process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", *argv], stdin=subprocess.DEVNULL,
                                    stdout=log_file, stderr=log_file, start_new_session=True, env=env)
     deadline = time.monotonic() + args.wait
+    interrupted = []  # Ctrl-C while waiting (a flag: a KeyboardInterrupt raised inside a gRPC call can be lost there)
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
     try:
         with Client(target_for(config.socket_path), config.token) as client:
             while time.monotonic() < deadline:
+                if interrupted:
+                    raise KeyboardInterrupt
                 if process.poll() is not None:
                     print(f"nestling serve: the daemon exited ({process.returncode}); log {log_path}:\n"
                           f"{log_tail(log_path, log_start)}", file=sys.stderr)
@@ -223,6 +227,8 @@ def detach(args, config) -> int:
         print(f"nestling serve: stopped waiting; the daemon goes on starting in the background (pid {process.pid}): "
               "`nestling status` says when it serves, `nestling serve --stop` stops it", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     print(f"nestling serve: the daemon did not become ready within {args.wait:g} s; see {log_path}"
           + (f". It goes on starting in the background (pid {process.pid}): `nestling status` says when it serves, "
              "`nestling serve --stop` stops it" if process.poll() is None else ""), file=sys.stderr)
