@@ -141,12 +141,12 @@ def run(args) -> int:
     if args.raw and args.line_mode != "auto":
         raise ValueError("--line-mode says where to cut the text, and --raw does not cut it: drop one of them")
     warn_unused_sampling_flags(args)
-    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0).line_break)
+    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0))
 
 
-def complete_here(args, text: str, prefix: str, suffix: str, line_break: str = "\n") -> int:
-    """The completion between `prefix` and `suffix` from the model loaded in this process, text (in the file's
-    `line_break`, as the daemon gives it) then stats."""
+def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocument) -> int:
+    """The completion between `prefix` and `suffix` from the model loaded in this process, text (in the line breaks of
+    the file `document` read, as the daemon gives it) then stats."""
     from ..runtime import load_runtime  # torch and the model: not for --daemon
     from ..speculative.accept import Sampling
     from ..speculative.engine import StopRule
@@ -175,7 +175,7 @@ def complete_here(args, text: str, prefix: str, suffix: str, line_break: str = "
     ).run()
     stats = generation.stats
     shown = generation.text if context is None else finalize(generation.text or "", context, shape)
-    shown = shown if line_break == "\n" else shown.replace("\n", line_break)
+    shown = document.in_its_line_breaks(shown)
     if args.json:
         print(json.dumps({"text": shown, "mode": args.mode, "region": region.value, "line_mode": shape,
                           **runtime.describe(), "stats": stats_as_the_daemon_names_them(stats.to_dict())}))
