@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 import sys
+import tempfile
 from dataclasses import fields
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def run(args) -> int:
     check_settings(data, train)
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a folder")
+    check_out_folder(args.out, data.cache_dir)
     made = []  # folders this run made: gone again if it fails before writing anything in them
     for flag, folder in (("--out", args.out), ("--cache-dir", data.cache_dir)):
         try:  # before the model loads and hours of work begin, not when the first file is written
@@ -100,6 +102,40 @@ def run(args) -> int:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise
+
+
+# what train-head writes in --out (and the .tmp files it writes them through): a folder holding anything else is not
+# one of its runs
+RUN_FILES = {"head", "checkpoint.pt", "draft_vocab.pt", "training.json", "learning_curve.json"}
+LOG_SUFFIXES = {".log", ".out", ".err", ".txt"}  # a run's output sent there (`> OUT/train.log`, nohup.out) is no stranger
+
+
+def check_out_folder(out: Path, cache_dir: str | None) -> None:
+    """A ValueError before the model loads when --out holds files of something else than a train-head run (a project,
+    a head's own folder), or when --out or --cache-dir exists but cannot be written (a read-only disk failed only
+    at the first checkpoint, after the distilling)."""
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise ValueError(f"--cache-dir {cache_dir}: exists and is not a folder")
+    if out.is_dir():
+        cache = Path(cache_dir).expanduser().resolve() if cache_dir else None
+        foreign = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir()
+                         if entry.name.removesuffix(".tmp") not in RUN_FILES and not entry.name.startswith(".")
+                         and not (entry.is_file() and entry.suffix in LOG_SUFFIXES)
+                         and not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents)))
+        if {"config.json", "model.safetensors"} <= {name.rstrip("/") for name in foreign}:
+            raise ValueError(f"--out {out}: is a head's folder, not a train-head run's; give a new folder (with "
+                             f"--init-head {out} to fine-tune that head)")
+        if foreign:
+            listed = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
+            raise ValueError(f"--out {out}: holds {listed}, not a train-head run's files; give a new or empty folder "
+                             f"(train-head writes {', '.join(sorted(RUN_FILES))} there)")
+    for flag, folder in (("--out", out), ("--cache-dir", cache_dir)):
+        if folder is not None and Path(folder).is_dir():
+            try:
+                with tempfile.TemporaryFile(dir=folder):
+                    pass
+            except OSError as exc:
+                raise ValueError(f"{flag} {folder}: cannot write there ({exc.strerror or exc})") from None
 
 
 def _train(args, data, train) -> int:

@@ -609,6 +609,52 @@ def test_train_head_refuses_head_and_values_that_would_waste_hours(tmp_path):
     assert not out.exists()
 
 
+def test_train_head_refuses_an_out_folder_of_something_else_before_loading_anything(tmp_path):
+    """(A project folder given as --out had checkpoint.pt and head/ written among its files without a word.)"""
+    project = tmp_path / "project"
+    for name in ("main.py", "README.md", "setup.py", "lib/util.py", "docs/index.md"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("mine")
+    result = nestling("train-head", "--out", project)
+    assert result.returncode == 2, result.stderr
+    assert (f"--out {project}: holds README.md, docs/, lib/, main.py and 1 more, not a train-head run's files; give a "
+            "new or empty folder") in result.stderr
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "config.json").write_text("{}")
+    (head / "model.safetensors").write_text("")
+    result = nestling("train-head", "--out", head)
+    assert result.returncode == 2 and f"--init-head {head} to fine-tune that head" in result.stderr, result.stderr
+    assert sorted(p.name for p in head.iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_an_out_folder_of_a_run_or_holding_the_cache_is_taken_and_one_that_cannot_be_written_is_refused(tmp_path,
+                                                                                                        monkeypatch):
+    import errno
+    import tempfile
+
+    from nestling.daemon.cli.train_head import check_out_folder
+
+    run = tmp_path / "run"
+    for name in ("head/config.json", "checkpoint.pt", "checkpoint.pt.tmp", "draft_vocab.pt", "training.json",
+                 "learning_curve.json", ".DS_Store", "data/cache/train/manifest.json", "train.log", "nohup.out"):
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).write_text("")
+    check_out_folder(run, str(run / "data" / "cache"))  # a run's own files, and the folder its cache is in
+    with pytest.raises(ValueError, match="holds data/, not a train-head run's files"):
+        check_out_folder(run, None)
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", read_only)
+    with pytest.raises(ValueError, match=f"--out {run}: cannot write there \\(Read-only file system\\)"):
+        check_out_folder(run, str(run / "data" / "cache"))
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ValueError, match="--cache-dir .*afile: exists and is not a folder"):
+        check_out_folder(tmp_path / "new", str(tmp_path / "afile"))
+
+
 def test_bench_refuses_a_mode_named_twice():
     result = nestling("bench", "humaneval", "--limit", 2, "--max-tokens", 8, "--modes", "ar,spec,ar")
     assert result.returncode == 2 and "--modes names ar more than once: give each mode once" in result.stderr
