@@ -26,6 +26,29 @@ class SourceFile:
     path: Path
     language: str
     digest: str  # sha256 of the content, for dedupe and the held-out split
+    utf8: bool = True  # false: no prompts are cut from it (it stays in the corpus signature, as it always was)
+
+
+@dataclass
+class Skipped:
+    """Files of a corpus language that `discover` left out, or kept without prompts (not_utf8), by reason."""
+
+    small: int = 0  # under MIN_FILE_BYTES
+    large: int = 0  # over MAX_FILE_BYTES
+    not_utf8: int = 0
+    unreadable: int = 0
+
+    def sentence(self) -> str | None:
+        """What was left out and why, for the user (None when nothing was)."""
+        parts = [f"{count} {what}" for count, what in (
+            (self.small, f"under {MIN_FILE_BYTES} bytes"), (self.large, f"over {MAX_FILE_BYTES // 1000} KB"),
+            (self.not_utf8, "not UTF-8"), (self.unreadable, "unreadable")) if count]
+        total = self.small + self.large + self.not_utf8 + self.unreadable
+        return f"corpus: {total} source files left out ({', '.join(parts)}): no prompts are cut from them" \
+            if total else None
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: count for name, count in vars(self).items() if count}
 
 
 def default_roots() -> list[str]:
@@ -75,9 +98,12 @@ def _skipped(path: Path, base: Path) -> bool:
     return bool(parts & SKIPPED_FOLDERS) or ".min." in path.name
 
 
-def discover(patterns: list[str], exclude: list[str] = ()) -> list[SourceFile]:
+def discover(patterns: list[str], exclude: list[str] = (), skipped: Skipped | None = None) -> list[SourceFile]:
     """Source files matching `patterns` (folders or globs), deduplicated by content, in a stable order. ValueError
-    for a pattern that is no file or folder and no glob (a typo would otherwise be skipped in silence)."""
+    for a pattern that is no file or folder and no glob (a typo would otherwise be skipped in silence). Files of a
+    corpus language left out for their size or as unreadable are counted in `skipped`; one that is not UTF-8 is
+    kept, marked (utf8=False), and counted there too."""
+    skipped = skipped if skipped is not None else Skipped()
     missing = [p for p in patterns if not glob.has_magic(p) and not Path(p).expanduser().exists()]
     if missing:
         raise ValueError(f"--corpus {', '.join(missing)}: no such file or folder")
@@ -93,15 +119,29 @@ def discover(patterns: list[str], exclude: list[str] = ()) -> list[SourceFile]:
             try:
                 size = path.stat().st_size
                 if not MIN_FILE_BYTES <= size <= MAX_FILE_BYTES:
+                    skipped.small += size < MIN_FILE_BYTES
+                    skipped.large += size > MAX_FILE_BYTES
                     continue
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                content = path.read_bytes()
             except OSError:
+                skipped.unreadable += 1
                 continue
+            digest = hashlib.sha256(content).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
-            files.append(SourceFile(path, language, digest))
+            utf8 = _is_utf8(content)
+            skipped.not_utf8 += not utf8
+            files.append(SourceFile(path, language, digest, utf8))
     return files
+
+
+def _is_utf8(content: bytes) -> bool:
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def split_held_out(files: list[SourceFile], fraction: float = 0.02) -> tuple[list[SourceFile], list[SourceFile]]:

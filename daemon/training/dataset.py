@@ -76,8 +76,10 @@ def load_shard(path: Path) -> list[DistilledSequence]:
 
 
 ADDED_LATER = {"model_weights"}  # manifest entries caches made before them lack: such a cache is taken as it is
-# how the corpus was spelled (an absolute path, or "."): the manifest's corpus signature says which files it is
-AS_SPELLED = {"corpus", "exclude"}
+# data settings a cache's sequences do not depend on: how the corpus was spelled (an absolute path, or "."; the
+# manifest's corpus signature says which files it is), and the --gen-batch that caches made before it was left out of
+# the manifest recorded (it only groups the prompts distilled together)
+DATA_KEYS_IGNORED = {"corpus", "exclude", "gen_batch"}
 
 
 def manifest_differences(existing: dict, wanted: dict) -> list[str]:
@@ -89,7 +91,7 @@ def manifest_differences(existing: dict, wanted: dict) -> list[str]:
         old, new = existing.get(key), wanted.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
             differing += [f"{key}.{k}: {old.get(k)!r} vs {new.get(k)!r} now" for k in sorted(set(old) | set(new))
-                          if old.get(k) != new.get(k) and not (key == "data" and k in AS_SPELLED)]
+                          if old.get(k) != new.get(k) and not (key == "data" and k in DATA_KEYS_IGNORED)]
         elif old != new:
             differing.append(f"{key}: {old!r} vs {new!r} now")
     return differing

@@ -24,13 +24,13 @@ from ..log_levels import NOTICE
 from ..models.eagle_head import (EagleHead, fused_feature_layers, fused_from_plain, grafted_feature_layers,
                                  head_from_target, load_head)
 from ..models.target import TargetModel
-from .corpus import default_roots, discover, split_held_out
+from .corpus import Skipped, default_roots, discover, split_held_out
 from .dataset import ShardCache, cached_sequence_count
 from .distill import DistilledSequence, batching_order, distill
 from .samples import body_shortfall, make_samples
 from .stopping import StopSignal, TrainingStopped
 from .config import DataConfig, TrainConfig
-from .trainer import TrainState, read_checkpoint, scored_positions, train_head
+from .trainer import STOP_REASONS, TrainState, read_checkpoint, scored_positions, train_head
 from .vocab import coverage, draft_vocabulary
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 def _distill_into(target, samples, config: DataConfig, cache: ShardCache | None, desc: str, progress: bool,
                   should_stop: Callable[[], bool] | None = None) -> list[DistilledSequence]:
     done: list[DistilledSequence] = cache.load() if cache else []
+    if len(done) > len(samples):  # (a run resumed with a smaller --max-samples or --held-out-samples)
+        tqdm.write(f"{desc}: {len(samples)} of the {len(done)} sequences in {cache.folder} are used (the "
+                   f"first distilled), as many as asked for")
+        done = done[: len(samples)]
     # A run resumed with a larger --max-samples draws its samples in another order: skip the prompts the
     # cache already holds instead of counting on their position, so no prompt is distilled twice.
     cached = {tuple(s.tokens[: s.prompt_length].tolist()) for s in done}
@@ -82,9 +86,13 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     if feature_layers is None:
         feature_layers = feature_layers_for(target, config)
     target.use_feature_layers(feature_layers)
-    files = discover(config.corpus or default_roots(), config.exclude)
-    if not files:
-        raise ValueError("the training corpus is empty: give --corpus folders or globs with source files")
+    skipped = Skipped()
+    files = discover(config.corpus or default_roots(), config.exclude, skipped)
+    if not any(f.utf8 for f in files):
+        left_out = f" ({skipped.sentence()})" if skipped.sentence() else ""
+        raise ValueError(f"the training corpus is empty{left_out}: give --corpus folders or globs with source files")
+    if skipped.sentence():
+        log.log(NOTICE, skipped.sentence())
     train_files, held_files = split_held_out(files, config.held_out_fraction)
     budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
     tok, fim = target.tokenizer, target.fim_tokens
@@ -99,15 +107,17 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1,
                                 config.body_fraction)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
-    for kind, samples, count in (("training", train_samples, len(train_files)), ("held-out", held_samples,
-                                                                                 len(held_files))):
+    usable = [f for f in files if f.utf8]
+    for kind, samples, count in (("training", train_samples, _count_usable(train_files)),
+                                 ("held-out", held_samples, _count_usable(held_files))):
         if not samples:  # found now, not after hours of distilling the other kind
-            raise ValueError(f"no {kind} prompts: {count} of the corpus's {len(files)} files are {kind} files "
+            raise ValueError(f"no {kind} prompts: {count} of the corpus's {len(usable)} files are {kind} files "
                              "(give a larger corpus, or another --held-out-fraction)")
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
     # run can be stopped and resumed with a different count: the cached sequences are kept as they are.
-    unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s")
+    # --gen-batch only groups the prompts (the greedy continuations are the target's at any batch size) and is not one
+    unbounded = ("cache_dir", "cache_limit_gb", "max_samples", "held_out_samples", "data_time_limit_s", "gen_batch")
     manifest = {"model": target.name, "corpus": signature,
                 "data": {k: v for k, v in asdict(config).items() if k not in unbounded}}
     if not config.body_fraction:  # caches distilled before the setting existed stay valid
@@ -124,16 +134,21 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     train = _distill_into(target, train_samples, config, caches[0], "distilling train", progress, should_stop)
     languages: dict[str, int] = {}
     for f in train_files:
-        languages[f.language] = languages.get(f.language, 0) + 1
+        if f.utf8:
+            languages[f.language] = languages.get(f.language, 0) + 1
     report = {
-        "files": len(files), "train_files": len(train_files), "held_out_files": len(held_files),
-        "languages": languages, "train_sequences": len(train),
+        "files": len(usable), "train_files": _count_usable(train_files), "held_out_files": _count_usable(held_files),
+        "skipped_files": skipped.as_dict(), "languages": languages, "train_sequences": len(train),
         "train_tokens": sum(s.tokens.numel() for s in train),
         "train_continuation_tokens": sum(s.tokens.numel() - s.prompt_length for s in train),
         "held_out_sequences": len(held), "corpus_signature": signature,
         "prompt_kinds": {"train": _kinds(train_samples), "held_out": _kinds(held_samples)},
     }
     return train, held, report
+
+
+def _count_usable(files) -> int:
+    return sum(f.utf8 for f in files)
 
 
 def _kinds(samples) -> dict[str, int]:
@@ -241,7 +256,7 @@ def run_training(target: TargetModel, data: DataConfig, train: TrainConfig, out_
 def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: str, progress: bool,
          should_stop: Callable[[], bool], resume: bool = True) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
+    started, wall_start = time.monotonic(), time.time()
     weights = weights_digest(target.model)  # (once: about a second for the default model)
     if resume:
         check_resumable(target, data, train, out_dir, weights)
@@ -273,9 +288,13 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     state: TrainState = train_head(head, train_set, held_out, train, out_dir, full_lm_head, progress=progress,
                                    extra_config={"corpus_signature": corpus["corpus_signature"],
                                                  "target": {"name": target.name, "weights": weights}},
-                                   trained=trained, should_stop=should_stop)
+                                   trained=trained, should_stop=should_stop,
+                                   sitting={"command": command, "device": str(target.device),
+                                            "dtype": str(target.dtype).removeprefix("torch."),
+                                            "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(wall_start)),
+                                            "data_seconds": round(data_seconds, 1)})
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
-    best = best_evaluation(state.history, train.eval_steps)
+    best = best_evaluation(state.history, train.eval_steps, state.held_out)
     card = {
         "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
@@ -283,8 +302,10 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
         "draft_vocab_size": head.draft_vocab_size,
         "draft_vocab_coverage_held_out":
             round(coverage(draft_ids.cpu(), held_tokens), 4) if draft_ids is not None else 1.0,
-        "steps": state.step, "tokens_seen": state.tokens_seen, "data_seconds": round(data_seconds, 1),
+        "steps": state.step, "tokens_seen": state.tokens_seen,
+        "data_seconds": round(sum(sitting.get("data_seconds", 0.0) for sitting in state.sittings), 1),
         "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
+        "held_out_set": state.held_out, "sittings": state.sittings, "stop_reason": state.stop_reason,
         "stopped_by_signal": should_stop(),
     }
     (out_dir / "training.json").write_text(json.dumps(card, indent=2))
@@ -293,10 +314,12 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     return card
 
 
-def best_evaluation(history: list[dict], eval_steps: int) -> dict:
-    """The learning curve's best row among those scored on `eval_steps` draft steps (the saved head's), {} if none:
-    a chain tau over more steps is larger, so rows from a resumed run that scored other steps are not comparable."""
-    rows = [r for r in history if len(r.get("agreement", [])) == eval_steps]
+def best_evaluation(history: list[dict], eval_steps: int, held_out: str | None = None) -> dict:
+    """The learning curve's best row among those scored on `eval_steps` draft steps (the saved head's) and, given
+    `held_out` (a held_out_digest), on that held-out set; {} if none. A chain tau over more steps is larger, and one
+    on another set is another measure: rows of a resumed run that scored otherwise are not comparable."""
+    rows = [r for r in history if len(r.get("agreement", [])) == eval_steps
+            and (held_out is None or r.get("held_out", held_out) == held_out)]
     return max(rows, key=lambda r: r.get("chain_tau", 0.0)) if rows else {}
 
 
@@ -304,22 +327,26 @@ def render_card(card: dict) -> str:
     best = card.get("best", {})
     corpus = card["corpus"]
     kinds = corpus["prompt_kinds"]
-    rows = "\n".join(f"| {r['step']} | {r['tokens_seen']} | {r['train_seconds']} | "
+    current = card.get("held_out_set")
+    earlier = [r for r in card["learning_curve"] if current and r.get("held_out", current) != current]
+    rows = "\n".join(f"| {r['step']}{' *' if r in earlier else ''} | {r['tokens_seen']} | {r['train_seconds']} | "
                      f"{', '.join(str(a) for a in r.get('agreement', []))} | {r.get('chain_tau')} |"
                      for r in card["learning_curve"])
+    footnote = "\n\n\\* scored on an earlier sitting's held-out set (another corpus or data settings): not comparable " \
+        "with the other rows" if earlier else ""
     return f"""# EAGLE head for {card['model']}: training card
 
-- Trained with: `{card['command']}`
+{_trained_with(card)}
 - Device: {card['device']} ({card['dtype']}), torch {card['torch']}, {card['machine']}
 - Corpus: {corpus['files']} files ({corpus['train_files']} train, {corpus['held_out_files']} held out by content hash),
-  languages {corpus['languages']}; signature {corpus['corpus_signature']}
+  languages {corpus['languages']}; signature {corpus['corpus_signature']}{_left_out(corpus)}
 - Prompts drawn by kind: {kinds['train']} (training), {kinds['held_out']} (held out)
 - Self-distilled data: {corpus['train_sequences']} FIM prompts with the target's own greedy continuations,
   {corpus['train_tokens']} tokens ({corpus['train_continuation_tokens']} generated by the target)
 - Draft vocabulary: {card['draft_vocab_size']} tokens, holding {card['draft_vocab_coverage_held_out']:.1%} of the
   target's held-out continuation tokens
 - Steps: {card['steps']}, tokens seen: {card['tokens_seen']}, data time {card['data_seconds']} s,
-  training time {card['train_seconds']} s
+  training time {card['train_seconds']} s{_ended(card)}
 - Best held-out: agreement per draft step {best.get('agreement')}, greedy chain tau {best.get('chain_tau')}
   over {len(best.get('agreement', []))} draft steps (chain tau = 1 + expected run of consecutive agreeing draft
   steps; tree tau measured by `nestling bench` is in BENCHMARKS.md)
@@ -328,8 +355,33 @@ def render_card(card: dict) -> str:
 
 | step | tokens seen | train s | agreement per step | chain tau |
 |---|---|---|---|---|
-{rows}
+{rows}{footnote}
 """
+
+
+def _trained_with(card: dict) -> str:
+    """The command, or each sitting's command with the steps it took, where or when it ran (a resumed run)."""
+    sittings = card.get("sittings") or []
+    if len(sittings) < 2:
+        return f"- Trained with: `{card['command']}`"
+    lines = [f"- Trained in {len(sittings)} sittings (the same command resumes where the last stopped):"]
+    lines += [f"  - steps {s.get('from_step')} to {s.get('to_step')}: {_quoted(s.get('command'))} on {s.get('device')} "
+              f"({s.get('dtype')}), {s.get('started', '')}, data time {s.get('data_seconds')} s" for s in sittings]
+    return "\n".join(lines)
+
+
+def _quoted(command: str | None) -> str:
+    return f"`{command}`" if command else "(command not recorded)"
+
+
+def _ended(card: dict) -> str:
+    reason = card.get("stop_reason")
+    return f"; ended: {STOP_REASONS[reason].format(**card['train'])}" if reason in STOP_REASONS else ""
+
+
+def _left_out(corpus: dict) -> str:
+    skipped = corpus.get("skipped_files")  # (cards from before it was recorded lack it)
+    return f"; left out: {', '.join(f'{n} {why}' for why, n in skipped.items())}" if skipped else ""
 
 
 def weights_digest(model: torch.nn.Module) -> str:

@@ -11,6 +11,7 @@ at i: exactly what a depth-s tree node sees at inference.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import pickle
@@ -180,6 +181,28 @@ class TrainState:
     train_seconds: float = 0.0
     tokens_seen: int = 0
     history: list[dict] = field(default_factory=list)  # one row per evaluation: the learning curve
+    held_out: str = ""  # held_out_digest of the set the latest scores count ("": a checkpoint from before it was kept)
+    # one entry per time the command ran: what it ran as (command, device, data seconds) and the steps it took
+    sittings: list[dict] = field(default_factory=list)
+    stop_reason: str = ""  # why the last sitting ended: one of STOP_REASONS
+
+
+# why training ends, as the user is told (tqdm.write) and the card records it
+STOP_REASONS = {
+    "max_steps": "reached --max-steps {max_steps}",
+    "time_limit": "reached the training time limit (--time-limit-s {time_limit_s:g})",
+    "patience": "stopped early: {patience} held-out evaluations in a row without a better chain tau (--patience "
+                "{patience})",
+    "signal": "stopped by a signal",
+}
+
+
+def held_out_digest(held_out: list[DistilledSequence]) -> str:
+    """A digest of the held-out sequences (their tokens and prompt lengths, in any order): scores of one set are not
+    compared with those of another (a resume with another corpus, --max-new-tokens or --held-out-samples)."""
+    parts = sorted(hashlib.sha256(s.tokens.to(torch.int64).numpy().tobytes() + s.prompt_length.to_bytes(8, "little"))
+                   .hexdigest() for s in held_out)
+    return hashlib.sha256("".join(parts).encode()).hexdigest()[:12]
 
 
 def compute_dtype_for(config: TrainConfig, device: torch.device) -> torch.dtype:
@@ -195,13 +218,15 @@ def compute_dtype_for(config: TrainConfig, device: torch.device) -> torch.dtype:
 def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: list[DistilledSequence],
                config: TrainConfig, out_dir: Path, full_lm_head: torch.Tensor, resume: bool = True,
                progress: bool = True, extra_config: dict | None = None,
-               trained: frozenset[str] = frozenset(), should_stop: Callable[[], bool] | None = None
-               ) -> TrainState:
+               trained: frozenset[str] = frozenset(), should_stop: Callable[[], bool] | None = None,
+               sitting: dict | None = None) -> TrainState:
     """Train `head` in place; checkpoints to out_dir/checkpoint.pt and saves the best head to out_dir/head.
     `trained`: names of parameters that start trained (fine-tuning): they learn at config.init_lr_scale x lr, and
     the starting head is evaluated first (step 0). `should_stop()` true (a signal, see stopping.py) ends it after
     the step in progress, evaluated and checkpointed as at any other end. extra_config["target"] (the model's name
-    and weights digest) is recorded in the checkpoint too, so that a run for another model does not resume from it."""
+    and weights digest) is recorded in the checkpoint too, so that a run for another model does not resume from it.
+    `sitting`: what this run of the command is (command, device, data seconds), kept in state.sittings with the
+    steps it took. What a resume finds and why training ends are said (tqdm.write) and kept (state.stop_reason)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = head.fc.weight.device
@@ -215,35 +240,27 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
                "lr_scale": config.init_lr_scale if is_trained else 1.0} for is_trained in (False, True)]
     optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr, betas=(0.9, 0.95),
                                   weight_decay=0.0)
+    if not train_set:
+        raise ValueError("no training sequences")
     state = TrainState()
     checkpoint = out_dir / "checkpoint.pt"
     if resume and checkpoint.exists():
         state = _resume(checkpoint, head, optimizer, device)
+        _say_what_resumes(state, config, checkpoint)
+    rescore = _rescore_on_resume(state, config, held_out_digest(held_out))
+    state.sittings.append({**(sitting or {}), "from_step": state.step, "to_step": state.step})
     rng = random.Random(config.seed + state.step)
     head.train()
     bar = tqdm(total=config.max_steps, initial=state.step, desc="training head", unit="step", disable=not progress)
     started = time.monotonic() - state.train_seconds
-    stop = False
-    if not train_set:
-        raise ValueError("no training sequences")
-    rescore = bool(state.history) and bool(held_out) and state.eval_steps != config.eval_steps
-    if rescore:  # the scores so far counted other draft steps: the resumed head, scored now, is the best to beat
-        tqdm.write(f"held-out scores so far counted {state.eval_steps or 'the trained'} draft steps, this run "
-                   f"counts {config.eval_steps}: evaluating the resumed head again as the best so far")
-        state.best_chain_tau, state.evals_without_gain = 0.0, 0
-    state.eval_steps = config.eval_steps
     if rescore or (state.step == 0 and not state.history and trained):  # or where fine-tuning starts
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
-    while not stop:
+    reason = ""
+    while not reason:
         for group in batches(train_set, config.batch_tokens, rng):
-            if state.step >= config.max_steps or (config.time_limit_s and time.monotonic() - started > config.time_limit_s):
-                stop = True
-                break
-            if should_stop is not None and should_stop():
-                tqdm.write(f"stopping at step {state.step}: evaluating and saving a checkpoint (the same command "
-                           "resumes)")
-                stop = True
+            reason = _limit_reached(state, config, started) or ("signal" if should_stop and should_stop() else "")
+            if reason:
                 break
             lr = _lr_at(state.step, config, time.monotonic() - started)
             for param_group in optimizer.param_groups:  # a checkpoint from before the groups had no lr_scale
@@ -260,15 +277,57 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
             bar.update(1)
             bar.set_postfix(loss=f"{metrics.loss:.3f}", top1=f"{metrics.agreement[0]:.3f}")
             if state.step % config.eval_every == 0 or state.step == config.max_steps:
-                stop = _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head,
-                                                device, compute_dtype, started, extra_config) or stop
-                if stop:
+                if _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head,
+                                            device, compute_dtype, started, extra_config):
+                    reason = "patience"
                     break
     bar.close()
+    state.stop_reason = reason
+    tqdm.write(f"step {state.step}: {STOP_REASONS[reason].format(**asdict(config))}"
+               + ("; evaluating and saving a checkpoint (the same command resumes)" if reason == "signal" else ""))
     if not state.history or state.history[-1]["step"] != state.step:
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
     return state
+
+
+def _limit_reached(state: TrainState, config: TrainConfig, started: float) -> str:
+    """"max_steps" or "time_limit" when training must end before another step, else ""."""
+    if state.step >= config.max_steps:
+        return "max_steps"
+    if config.time_limit_s and time.monotonic() - started > config.time_limit_s:
+        return "time_limit"
+    return ""
+
+
+def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) -> None:
+    """One line on the run a checkpoint holds, and one more when it cannot go on as the user may expect."""
+    tqdm.write(f"resuming from {checkpoint} at step {state.step} ({state.train_seconds / 60:.0f} min trained, best "
+               f"held-out chain tau {state.best_chain_tau})")
+    if state.step >= config.max_steps:
+        tqdm.write(f"it is at --max-steps {config.max_steps} already: no more steps (a larger --max-steps goes on)")
+    elif state.evals_without_gain >= config.patience:
+        tqdm.write(f"it had stopped early ({state.evals_without_gain} evaluations without gain): it trains up to the "
+                   f"next evaluation and stops there unless that one gains (a larger --patience goes on longer)")
+
+
+def _rescore_on_resume(state: TrainState, config: TrainConfig, digest: str) -> bool:
+    """Whether the resumed head must be scored again before its scores are compared: the scores so far counted
+    other draft steps or another held-out set. Sets the state's eval_steps and held_out to this run's."""
+    if not state.held_out:  # a checkpoint from before the set was recorded: its rows are taken as this set's
+        state.history = [{**row, "held_out": row.get("held_out", digest)} for row in state.history]
+    causes = []
+    if state.history and state.eval_steps != config.eval_steps:
+        causes.append(f"counted {state.eval_steps or 'the trained'} draft steps, this run counts {config.eval_steps}")
+    if state.history and state.held_out and state.held_out != digest:
+        causes.append("were on another held-out set (another corpus, --max-new-tokens, --held-out-samples or FIM "
+                      "budget than before); the learning curve keeps them, marked")
+    if causes:
+        tqdm.write(f"held-out scores so far {' and '.join(causes)}: evaluating the resumed head again as the best so "
+                   "far")
+        state.best_chain_tau, state.evals_without_gain = 0.0, 0
+    state.eval_steps, state.held_out = config.eval_steps, digest
+    return bool(causes)
 
 
 def read_checkpoint(checkpoint: Path, device="cpu") -> dict:
@@ -303,8 +362,10 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
     state.train_seconds = time.monotonic() - started
     metrics = evaluate(head, held_out, config, device, dtype, full_lm_head) if held_out else {"chain_tau": 0.0}
     row = {"step": state.step, "tokens_seen": state.tokens_seen, "train_seconds": round(state.train_seconds, 1),
-           **metrics}
+           **metrics, "held_out": state.held_out}
     state.history.append(row)
+    if state.sittings:
+        state.sittings[-1]["to_step"] = state.step
     tqdm.write(f"eval @ step {state.step}: {json.dumps(metrics)}")
     improved = metrics["chain_tau"] > state.best_chain_tau
     if improved:

@@ -1,4 +1,4 @@
-from nestling.daemon.training.corpus import discover, split_held_out
+from nestling.daemon.training.corpus import MAX_FILE_BYTES, MIN_FILE_BYTES, Skipped, discover, split_held_out
 from nestling.daemon.training.samples import cut_points
 
 
@@ -45,6 +45,22 @@ def test_identical_files_are_kept_once(tmp_path):
     write(tmp_path / "copy" / "x.py", body(1))
     write(tmp_path / "y.py", body(2))
     assert len(discover([str(tmp_path)])) == 2
+
+
+def test_files_left_out_for_their_size_or_encoding_are_counted_and_said(tmp_path):
+    """(They were dropped in silence, and a file that is not UTF-8 was counted among the corpus's files.)"""
+    write(tmp_path / "ok.py", body(1))
+    write(tmp_path / "tiny.py", "x = 1\n")
+    write(tmp_path / "generated.py", "x = 1\n" * (MAX_FILE_BYTES // 6 + 1))
+    (tmp_path / "latin.py").write_bytes(body(2).encode() + b"\n# caf\xe9\n")
+    write(tmp_path / "empty_init" / "__init__.py", "")
+    skipped = Skipped()
+    files = discover([str(tmp_path)], skipped=skipped)
+    assert sorted((f.path.name, f.utf8) for f in files) == [("latin.py", False), ("ok.py", True)]
+    assert skipped.as_dict() == {"small": 2, "large": 1, "not_utf8": 1}
+    assert skipped.sentence() == (f"corpus: 4 source files left out (2 under {MIN_FILE_BYTES} bytes, 1 over "
+                                  f"{MAX_FILE_BYTES // 1000} KB, 1 not UTF-8): no prompts are cut from them")
+    assert Skipped().sentence() is None and Skipped().as_dict() == {}
 
 
 def test_held_out_split_is_disjoint_and_stable(tmp_path):

@@ -579,3 +579,101 @@ def test_held_out_continuations_too_short_to_score_are_an_error_before_training(
     with pytest.raises(ValueError, match="no held-out continuation is long enough to score --eval-steps 6"):
         run_training(target, data, TrainConfig(eval_steps=6, max_steps=2), tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
+
+
+def test_corpus_files_left_out_are_said_and_the_card_counts_only_those_prompts_are_cut_from(tmp_path, target,
+                                                                                             corpus, caplog):
+    """(Files under 200 bytes, over 200 KB or not UTF-8 were dropped in silence, and the card counted the last.)"""
+    caplog.set_level("INFO", logger="nestling.daemon.training.pipeline")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "tiny.py").write_text("x = 1\n")
+    (extra / "latin.py").write_bytes(b"# caf\xe9\n" + b"def f(x):\n    return x\n" * 20)
+    data = DataConfig(corpus=[str(corpus), str(extra)], **{**DATA, "max_samples": 8, "held_out_samples": 2})
+    _, _, report = prepare_data(target, data, progress=False)
+    notices = [r.getMessage() for r in caplog.records if r.levelname == "NOTICE"]
+    assert "corpus: 2 source files left out (1 under 200 bytes, 1 not UTF-8): no prompts are cut from them" in notices
+    assert report["files"] == 60 and report["skipped_files"] == {"small": 1, "not_utf8": 1}
+    with pytest.raises(ValueError, match=r"the training corpus is empty \(corpus: 2 source files left out"):
+        prepare_data(target, DataConfig(corpus=[str(extra)], **DATA), progress=False)
+
+
+def test_a_changed_gen_batch_keeps_the_cache_and_a_cache_larger_than_asked_for_is_cut_to_it(tmp_path, target,
+                                                                                              corpus):
+    """(--gen-batch only groups prompts, yet another one refused the cache; and --max-samples smaller than the cache
+    trained on the whole cache.)"""
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    first, held, _ = prepare_data(target, data, progress=False)
+    fewer = replace(data, gen_batch=4, max_samples=20, held_out_samples=3)
+    second, held_again, _ = prepare_data(target, fewer, progress=False)
+    assert [s.tokens.tolist() for s in second] == [s.tokens.tolist() for s in first[:20]]
+    assert [s.tokens.tolist() for s in held_again] == [s.tokens.tolist() for s in held[:3]]
+    import json as json_module
+
+    recorded = json_module.loads((tmp_path / "cache" / "train" / "manifest.json").read_text())["data"]
+    from nestling.daemon.training.dataset import manifest_differences
+
+    assert "gen_batch" not in recorded  # and a cache made when it was recorded is taken whatever --gen-batch is now
+    old = {"data": {**recorded, "gen_batch": 32}}
+    assert manifest_differences(old, {"data": recorded}) == []
+
+
+def _rows(card):
+    return [(row["step"], row["held_out"]) for row in card["learning_curve"]]
+
+
+def test_a_resume_on_another_held_out_set_rescores_and_keeps_the_earlier_scores_apart(tmp_path, target, corpus,
+                                                                                      capsys):
+    """(A resume on other data went on in silence, and the best head was picked across two held-out sets.)"""
+    config = TrainConfig(unroll=2, eval_steps=3, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False,
+                         warmup=2)
+    first = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", command="one",
+                         progress=False)
+    set_one = first["held_out_set"]
+    assert _rows(first) == [(2, set_one), (4, set_one)]
+    capsys.readouterr()
+    other = DataConfig(corpus=[str(corpus)], **{**DATA, "held_out_samples": 5})
+    again = run_training(target, other, replace(config, max_steps=6), tmp_path / "out", command="two",
+                         progress=False)
+    said = capsys.readouterr().out
+    assert "resuming from " in said and "at step 4" in said
+    assert "were on another held-out set" in said and "evaluating the resumed head again" in said
+    set_two = again["held_out_set"]
+    assert set_two != set_one and _rows(again) == [(2, set_one), (4, set_one), (4, set_two), (6, set_two)]
+    assert again["best"] == max(again["learning_curve"][2:], key=lambda r: r["chain_tau"])
+    card = (tmp_path / "out" / "head" / "CARD.md").read_text()
+    assert "| 2 * |" in card and "| 4 * |" in card and "| 6 |" in card and "scored on an earlier sitting's" in card
+    assert "- Trained in 2 sittings" in card and "steps 0 to 4: `one`" in card and "steps 4 to 6: `two`" in card
+    assert [(s["command"], s["from_step"], s["to_step"]) for s in again["sittings"]] == [("one", 0, 4), ("two", 4, 6)]
+    # the same data again: no rescoring, nothing said about it
+    capsys.readouterr()
+    third = run_training(target, other, replace(config, max_steps=8), tmp_path / "out", progress=False)
+    assert "held-out scores so far" not in capsys.readouterr().out and third["learning_curve"][-1]["step"] == 8
+
+
+def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path, target, corpus, capsys):
+    """(Early stopping, a time limit and a resume ended or went on without a word.)"""
+    data = DataConfig(corpus=[str(corpus)], **DATA)
+    config = TrainConfig(unroll=1, eval_steps=2, max_steps=2, eval_every=1, batch_tokens=1024, autocast=False,
+                         warmup=1)
+    card = run_training(target, data, config, tmp_path / "steps", progress=False)
+    assert card["stop_reason"] == "max_steps" and "step 2: reached --max-steps 2" in capsys.readouterr().out
+    assert "ended: reached --max-steps 2" in (tmp_path / "steps" / "head" / "CARD.md").read_text()
+    again = run_training(target, data, config, tmp_path / "steps", progress=False)
+    said = capsys.readouterr().out
+    assert "resuming from" in said and "at --max-steps 2 already: no more steps" in said and again["steps"] == 2
+
+    timed = run_training(target, data, replace(config, max_steps=1000, time_limit_s=1e-9), tmp_path / "timed",
+                         progress=False)
+    assert timed["stop_reason"] == "time_limit" and timed["steps"] == 0
+    assert "reached the training time limit (--time-limit-s 1e-09)" in capsys.readouterr().out
+
+    # a learning rate of ~0: no evaluation gains on the first, so patience 1 stops at the second
+    stuck = replace(config, max_steps=50, lr=1e-30, patience=1)
+    early = run_training(target, data, stuck, tmp_path / "early", progress=False)
+    assert early["stop_reason"] == "patience" and early["steps"] == 2
+    assert "step 2: stopped early: 1 held-out evaluations in a row without a better chain tau" in \
+        capsys.readouterr().out
+    resumed = run_training(target, data, stuck, tmp_path / "early", progress=False)
+    assert "it had stopped early (1 evaluations without gain)" in capsys.readouterr().out
+    assert resumed["steps"] == 3 and resumed["stop_reason"] == "patience"
