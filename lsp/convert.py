@@ -72,6 +72,21 @@ def offset_at(text: str, position: types.Position, encoding=types.PositionEncodi
     return _line_start(lines, position.line) + column
 
 
+def within_line(text: str, position: types.Position, encoding=types.PositionEncodingKind.Utf16) -> types.Position:
+    """The position, its character taken back to its line's end where it lies past it ("If the character value is
+    greater than the line length it defaults back to the line length", the LSP spec's Position). A line past the
+    document's end is left as it is (offset_at says so)."""
+    lines = lsp_lines(text)
+    empty_last_line = not text or text.endswith(("\n", "\r"))
+    if position.line < 0 or position.character < 0 or position.line > len(lines) - (not empty_last_line):
+        return position
+    content = lines[position.line].rstrip("\r\n") if position.line < len(lines) else ""
+    units = _split_line(content, 0, encoding)[2]
+    if position.character <= units:
+        return position
+    return types.Position(line=position.line, character=units)
+
+
 def cursor_offset(document, position: types.Position) -> int:
     """offset_at for a workspace document (its text and the position encoding agreed with the client)."""
     return offset_at(document.source, position, document.position_codec.encoding)

@@ -85,6 +85,19 @@ class NestlingLanguageServer(LanguageServer):
         return report
 
 
+def in_its_line(ls: NestlingLanguageServer, uri: str, position: types.Position) -> types.Position:
+    """The request's position, its character taken back to its line's end where it lies past it, as the LSP spec
+    says (a line past the document's end stays an error: query_for)."""
+    document = ls.workspace.text_documents.get(unquote(uri))
+    if document is None:
+        return position
+    inside = convert.within_line(document.source, position, document.position_codec.encoding)
+    if inside != position:
+        log.info("%s: position %d:%d lies past its line's end: taken as the line's end (character %d)", uri,
+                 position.line, position.character, inside.character)
+    return inside
+
+
 def query_for(ls: NestlingLanguageServer, uri: str, position: types.Position, alternatives: int,
               selected: types.SelectedCompletionInfo | None = None) -> tuple[Query, str]:
     """(the backend query, the selected text to prefix items with); InvalidParams for a bad document/position."""
@@ -160,21 +173,22 @@ def build_server(make_backend) -> NestlingLanguageServer:
     async def inline_completion(ls: NestlingLanguageServer, params: types.InlineCompletionParams):
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         selected = params.context.selected_completion_info
-        query, prefix_text = query_for(ls, params.text_document.uri, params.position,
+        position = in_its_line(ls, params.text_document.uri, params.position)
+        query, prefix_text = query_for(ls, params.text_document.uri, position,
                                        ls.settings.alternatives if invoked else 1, selected)
         texts = await run_query(ls, query)
-        at_cursor = types.Range(start=params.position, end=params.position)
+        at_cursor = types.Range(start=position, end=position)
         return convert.inline_list(texts, prefix_text, selected.range if selected else at_cursor)
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " "]))
     async def completion(ls: NestlingLanguageServer, params: types.CompletionParams):
-        query, _ = query_for(ls, params.text_document.uri, params.position, 1)
+        position = in_its_line(ls, params.text_document.uri, params.position)
+        query, _ = query_for(ls, params.text_document.uri, position, 1)
         texts = await run_query(ls, query)
         line_before = query.text[: query.cursor].rsplit("\n", 1)[-1]
         word = convert.word_before(line_before)
-        start = types.Position(line=params.position.line,
-                               character=params.position.character - len(word.encode("utf-16-le")) // 2)
-        items = [convert.completion_item(t, word, types.Range(start=start, end=params.position)) for t in texts]
+        start = types.Position(line=position.line, character=position.character - len(word.encode("utf-16-le")) // 2)
+        items = [convert.completion_item(t, word, types.Range(start=start, end=position)) for t in texts]
         return types.CompletionList(is_incomplete=True, items=items)
 
     @server.feature(types.SHUTDOWN)

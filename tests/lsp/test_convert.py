@@ -39,6 +39,20 @@ def test_the_cursor_lands_on_the_lsp_line_whatever_other_line_breaks_the_text_ho
     assert lsp_lines(f"a{char}b\nc\r\nd\re") == [f"a{char}b\n", "c\r\n", "d\r", "e"]
 
 
+def test_a_character_past_its_lines_end_is_taken_back_to_it_and_a_line_past_the_document_is_not():
+    from nestling.lsp.convert import within_line
+
+    utf8, utf16 = types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16
+    text = "s = 'é'\r\nx\n"
+    assert within_line(text, types.Position(0, 40), utf16) == types.Position(0, 7)
+    assert within_line(text, types.Position(0, 40), utf8) == types.Position(0, 8)  # é: two UTF-8 units
+    assert within_line(text, types.Position(1, 3), utf16) == types.Position(1, 1)
+    assert within_line(text, types.Position(2, 5), utf16) == types.Position(2, 0)  # the empty last line
+    for kept in (types.Position(0, 3), types.Position(3, 5)):
+        assert within_line(text, kept, utf16) == kept
+    assert within_line("x", types.Position(1, 2), utf16) == types.Position(1, 2)  # no line 1: offset_at says so
+
+
 def test_a_position_inside_a_character_is_refused_and_one_at_its_boundaries_is_not():
     text = "s = '\U0001f600' + 'é'\n"  # the emoji: 2 UTF-16 units, 4 UTF-8 bytes; é: 2 UTF-8 bytes
     utf16 = types.PositionEncodingKind.Utf16

@@ -101,8 +101,6 @@ async def test_incremental_edits_then_complete(client: LanguageClient):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_bad_positions_and_unknown_documents_are_errors_not_crashes(client: LanguageClient):
-    with pytest.raises(Exception, match="past the end of line"):
-        await client.text_document_inline_completion_async(inline_params(0, 99))
     with pytest.raises(Exception, match="past the end of the document"):
         await client.text_document_inline_completion_async(inline_params(99, 0))
     with pytest.raises(Exception, match="not open"):
@@ -163,6 +161,24 @@ async def test_bad_settings_changed_later_are_reported_and_the_embedded_engine_k
     assert not any("completion failed" in m for m in messages)
 
 
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_position_past_its_lines_end_is_taken_as_the_lines_end_as_the_spec_says(client: LanguageClient):
+    """(It was an error: "If the character value is greater than the line length it defaults back to the line
+    length", LSP's Position.)"""
+    uri = "file:///work/clamped.py"  # a document of its own: other tests edit URI's
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=SOURCE)))
+    result = await client.text_document_inline_completion_async(inline_params(5, 99, uri=uri))  # line 5 is "    "
+    assert len(result.items) == 1
+    assert result.items[0].range.start == result.items[0].range.end == types.Position(line=5, character=4)
+    at_end = await client.text_document_inline_completion_async(inline_params(5, 4, uri=uri))
+    assert result.items[0].insert_text == at_end.items[0].insert_text
+    listed = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=50)))
+    assert listed.items and all(item.text_edit.range.end == types.Position(line=0, character=9)
+                                for item in listed.items)  # "import os" ends at 9
+
+
 async def send_raw(client: LanguageClient, body: bytes, msg_id):
     """Writes a message as it comes (pygls's client would refuse to send it) and awaits the response for msg_id."""
     from concurrent.futures import Future
@@ -201,8 +217,8 @@ async def test_malformed_requests_get_error_responses_not_pop_ups_or_tracebacks(
         await send_raw(client, b'{"jsonrpc":"2.0","id":900,"method":"textDocument/inlineCompletion", "params": {', 900)
     with pytest.raises(JsonRpcParseError):  # no id to be read: JSON-RPC's null id
         await send_raw(client, b'{"jsonrpc":', None)
-    with pytest.raises(JsonRpcInvalidParams, match="past the end of line"):  # refused by the handler
-        await client.text_document_inline_completion_async(inline_params(0, 99))
+    with pytest.raises(JsonRpcInvalidParams, match="past the end of the document"):  # refused by the handler
+        await client.text_document_inline_completion_async(inline_params(99, 0))
     assert len((await client.text_document_inline_completion_async(inline_params(5, 4))).items) == 1  # serving
     await asyncio.sleep(0.5)  # the server's stderr is forwarded
     assert not [m.message for m in client.messages if "Error in server" in m.message]
