@@ -176,7 +176,7 @@ class LatencyPercentiles(_message.Message):
     def __init__(self, p50_ms: _Optional[float] = ..., p95_ms: _Optional[float] = ..., p99_ms: _Optional[float] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "cancelled", "deadline_exceeded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used", "exact_rows", "packed_weights", "cost_profile", "code_stamp")
+    __slots__ = ("model", "device", "dtype", "head", "uptime_s", "requests", "errors", "superseded", "cancelled", "deadline_exceeded", "mean_tau", "time_to_first_token", "total", "cache_bytes", "cache_documents", "cache_limit_bytes", "prefills", "prefilled_tokens", "prefills_ahead", "prefills_ahead_used", "exact_rows", "packed_weights", "cost_profile", "code_stamp", "mode")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +201,7 @@ class GetStatsResponse(_message.Message):
     PACKED_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
     COST_PROFILE_FIELD_NUMBER: _ClassVar[int]
     CODE_STAMP_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
     model: str
     device: str
     dtype: str
@@ -225,7 +226,8 @@ class GetStatsResponse(_message.Message):
     packed_weights: bool
     cost_profile: CostProfile
     code_stamp: str
-    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., cancelled: _Optional[int] = ..., deadline_exceeded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ..., exact_rows: _Optional[int] = ..., packed_weights: _Optional[bool] = ..., cost_profile: _Optional[_Union[CostProfile, _Mapping]] = ..., code_stamp: _Optional[str] = ...) -> None: ...
+    mode: str
+    def __init__(self, model: _Optional[str] = ..., device: _Optional[str] = ..., dtype: _Optional[str] = ..., head: _Optional[str] = ..., uptime_s: _Optional[float] = ..., requests: _Optional[int] = ..., errors: _Optional[int] = ..., superseded: _Optional[int] = ..., cancelled: _Optional[int] = ..., deadline_exceeded: _Optional[int] = ..., mean_tau: _Optional[float] = ..., time_to_first_token: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., total: _Optional[_Union[LatencyPercentiles, _Mapping]] = ..., cache_bytes: _Optional[int] = ..., cache_documents: _Optional[int] = ..., cache_limit_bytes: _Optional[int] = ..., prefills: _Optional[int] = ..., prefilled_tokens: _Optional[int] = ..., prefills_ahead: _Optional[int] = ..., prefills_ahead_used: _Optional[int] = ..., exact_rows: _Optional[int] = ..., packed_weights: _Optional[bool] = ..., cost_profile: _Optional[_Union[CostProfile, _Mapping]] = ..., code_stamp: _Optional[str] = ..., mode: _Optional[str] = ...) -> None: ...
 
 class CostProfile(_message.Message):
     __slots__ = ("verify_one_ms", "verify_16_ms", "draft_step_ms", "measured_at", "cached")

@@ -101,6 +101,7 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"nestling daemon{f' (pid {pid})' if pid else ''} serving at {address}",
         f"model     {stats.model} on {stats.device} ({stats.dtype}{', packed weights' if stats.packed_weights else ''});"
         f" head {stats.head}",
+        f"mode      {_mode(stats)}",
         f"exact     {_exactness(stats)}",
         f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions, mean tau {stats.mean_tau:.2f}",
         f"not done  {stats.errors} failed, {stats.superseded} superseded by a newer one, {stats.cancelled} cancelled "
@@ -114,6 +115,14 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"profile   {_profile(stats)}",
         code_line(stats.code_stamp),
     ]
+
+
+def _mode(stats) -> str:
+    """The decoding mode the daemon runs with (its --mode)."""
+    if stats.mode:
+        return stats.mode
+    return "unknown until the model is loaded" if stats.model == "loading" else \
+        "not reported (a daemon older than this client)"
 
 
 def _profile(stats) -> str:

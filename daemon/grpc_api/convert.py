@@ -72,7 +72,7 @@ def final_chunk(result: CompletionResult) -> pb.CompleteChunk:
 
 
 def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cache_limit: int,
-                   profile: dict | None = None, code_stamp: str = "") -> pb.GetStatsResponse:
+                   profile: dict | None = None, code_stamp: str = "", mode: str = "") -> pb.GetStatsResponse:
     def percentiles(values: dict) -> pb.LatencyPercentiles:
         return pb.LatencyPercentiles(p50_ms=values["p50"], p95_ms=values["p95"], p99_ms=values["p99"])
 
@@ -86,4 +86,4 @@ def stats_response(described: dict, snapshot: dict, cache: tuple[int, int], cach
         prefills=snapshot["prefills"], prefilled_tokens=snapshot["prefilled_tokens"],
         prefills_ahead=snapshot["prefills_ahead"], prefills_ahead_used=snapshot["prefills_ahead_used"],
         exact_rows=described.get("exact_rows", 0), packed_weights=described.get("packed_weights", False),
-        cost_profile=pb.CostProfile(**profile) if profile else None, code_stamp=code_stamp)
+        cost_profile=pb.CostProfile(**profile) if profile else None, code_stamp=code_stamp, mode=mode)

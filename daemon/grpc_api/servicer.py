@@ -68,5 +68,7 @@ class CompletionServicer(pb_grpc.CompletionServicer):
         cache = daemon.service.sessions.snapshot if daemon.service else (0, 0)
         limit = daemon.service.sessions.limit_bytes if daemon.service else 0
         profile = daemon.runtime.profile_summary() if daemon.runtime else None
-        return convert.stats_response(described, daemon.stats.snapshot(), cache, limit, profile, daemon.code_stamp)
+        mode = daemon.config.mode if daemon.runtime else ""
+        return convert.stats_response(described, daemon.stats.snapshot(), cache, limit, profile, daemon.code_stamp,
+                                      mode)
 

@@ -256,8 +256,22 @@ def test_status_says_how_exact_the_outputs_are(fields, says):
     from nestling.proto import completion_pb2 as pb
 
     lines = describe(pb.GetStatsResponse(**{"model": "m", **fields}), "unix:/run/daemon.sock", None)
-    assert lines[2].startswith("exact     " + says)
+    assert next(line for line in lines if line.startswith("exact")).startswith("exact     " + says)
     assert ("packed weights" in lines[1]) == bool(fields.get("packed_weights"))
+
+
+def test_status_names_the_daemons_decoding_mode():
+    """(Nothing said which --mode a running daemon decoded with.)"""
+    from nestling.daemon.cli.status import describe
+    from nestling.proto import completion_pb2 as pb
+
+    def mode_line(**fields):
+        lines = describe(pb.GetStatsResponse(**fields), "unix:/run/daemon.sock", None)
+        return next(line for line in lines if line.startswith("mode "))
+
+    assert mode_line(model="m", mode="lookup") == "mode      lookup"
+    assert mode_line(model="loading") == "mode      unknown until the model is loaded"
+    assert mode_line(model="m") == "mode      not reported (a daemon older than this client)"
 
 
 def test_stats_carry_the_runtime_exactness_and_packing():

@@ -130,6 +130,7 @@ def test_status_finds_the_daemon_on_the_socket_it_was_started_with(tmp_path, env
     try:
         status = nestling("status", env=env)  # no --socket: the configured one has no daemon, the lock names its own
         assert status.returncode == 0 and f"(pid {pid}) serving at unix:{other}" in status.stdout, status.stdout
+        assert "\nmode      spec\n" in status.stdout  # (the --mode it runs: the default)
         source = tmp_path / "a.py"
         source.write_text("def f(x):\n    return x\n")
         completed = nestling("complete", source, "--line", 2, "--col", 5, "--max-tokens", 3, "--daemon", "--json",
