@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only, split_at
-from ..context.languages import file_name_hint, find_language
+from ..context.languages import LanguageSpec, file_name_hint, find_language, language_table
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
 from ..modes import MODE_HELP, MODES
@@ -21,7 +21,10 @@ LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loa
 
 def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("complete", help="complete the code at a position of a file")
-    p.add_argument("file", type=Path, help="source file")
+    p.add_argument("file", type=Path, help="source file; - reads it from stdin (--language names its language)")
+    p.add_argument("--language", metavar="ID",
+                   help="the file's language, as an editor names it (python, typescriptreact, go, ...): by default the "
+                        "one its suffix says")
     p.add_argument("--line", type=int, required=True, help="1-based line of the cursor")
     p.add_argument("--col", type=int, required=True, help="1-based column of the cursor (in characters)")
     p.add_argument("--max-tokens", type=int, default=64, help="most tokens to generate (default 64)")
@@ -68,14 +71,18 @@ def warn_unused_sampling_flags(args, command: str = "complete") -> None:
 TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
 
 
+STDIN = Path("-")
+
+
 def read_source(path: Path) -> str:
-    """The file's text (UTF-8; a byte order mark is neither text nor a column; its line breaks as they are);
-    ValueError for a file that cannot be read or does not look like text (NUL bytes, or mostly bytes that are not
-    UTF-8), before any model loads."""
+    """The file's text (UTF-8; a byte order mark is neither text nor a column; its line breaks as they are), or
+    stdin's for `-`; ValueError for a file that cannot be read or does not look like text (NUL bytes, or mostly bytes
+    that are not UTF-8), before any model loads."""
     try:
-        data = path.read_bytes()
+        data = sys.stdin.buffer.read() if path == STDIN else path.read_bytes()
     except OSError as exc:  # missing, a folder, unreadable
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    path = "stdin" if path == STDIN else path
     if b"\0" in data:
         raise ValueError(f"{path} does not look like text (it has NUL bytes): give a source file")
     sample = data[:TEXT_SAMPLE_BYTES].decode("utf-8-sig", errors="replace")
@@ -124,6 +131,7 @@ def run(args) -> int:
     if any(not stop for stop in args.stop):
         raise ValueError("--stop takes a non-empty string (an empty one would end every completion at once)")
     check_sampling_flags(args)
+    language = _language(args)
     raw = read_source(args.file)
     # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
     # code after CRLF)
@@ -141,10 +149,28 @@ def run(args) -> int:
     if args.raw and args.line_mode != "auto":
         raise ValueError("--line-mode says where to cut the text, and --raw does not cut it: drop one of them")
     warn_unused_sampling_flags(args)
-    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0))
+    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0), language)
 
 
-def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocument) -> int:
+def _language(args) -> LanguageSpec | None:
+    """The file's language: --language's, else its suffix's; None (a neutral region and no name in the prompt) for
+    one nestling has no grammar for, with a warning where --language named it or the file is stdin."""
+    language = find_language(args.language, None if args.language else str(args.file))
+    if language is None and (args.language or args.file == STDIN):
+        known = ", ".join(sorted(language_table()))
+        said = f"--language {args.language}: no grammar for it" if args.language else "stdin: give --language"
+        print(f"nestling complete: warning: {said} (languages with one: {known}); completing without its syntax",
+              file=sys.stderr)
+    return language
+
+
+def file_name(args) -> str | None:
+    """The file's name as the prompt's hint of its language (`untitled.EXT` for stdin, from --language)."""
+    return file_name_hint(None if args.file == STDIN else args.file.name, args.language)
+
+
+def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocument,
+                  language: LanguageSpec | None) -> int:
     """The completion between `prefix` and `suffix` from the model loaded in this process, text (in the line breaks of
     the file `document` read, as the daemon gives it) then stats."""
     from ..runtime import load_runtime  # torch and the model: not for --daemon
@@ -153,14 +179,13 @@ def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocumen
 
     runtime = load_runtime(args.model, args.head, args.device, args.dtype)
     target = runtime.target
-    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=file_name_hint(args.file.name),
+    prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=file_name(args),
                               budget=FimBudget().fitted(target.positions))
     positions = target.positions
     if positions and len(prompt.token_ids) + args.max_tokens > positions:
         raise ValueError(f"--max-tokens {args.max_tokens:,} after the prompt's {len(prompt.token_ids):,} tokens runs past "
                          f"the {positions:,} positions of {target.name}: give --max-tokens "
                          f"{max(positions - len(prompt.token_ids), 0):,} at most")
-    language = find_language(None, str(args.file))
     region = SyntaxDocument(text, language).region_at(len(prefix))
     # the daemon's post-processing (service/completion.py): the same line mode, the same early stop at the end of the
     # line or block, the same cut; every --mode stops on the same text, so their outputs compare as before
@@ -262,6 +287,8 @@ def daemon_request(args, text: str, cursor: int):
     if args.seed == 0:
         raise ValueError("--seed 0 reads as unseeded over --daemon: give another seed")
     mode = pb.DECODING_MODE_AUTOREGRESSIVE if args.mode == "ar" else pb.DECODING_MODE_SPECULATIVE
-    return full_text_request(args.file.resolve().as_uri(), text, cursor, max_tokens=args.max_tokens,
+    # stdin: a new buffer's URI, as an editor names one (its name and language from --language)
+    uri = "untitled:stdin" if args.file == STDIN else args.file.resolve().as_uri()
+    return full_text_request(uri, text, cursor, language_id=args.language or "", max_tokens=args.max_tokens,
                              temperature=args.temperature, top_p=args.top_p, seed=args.seed or 0, stop=args.stop,
                              line_mode=LINE_MODE_CODES[args.line_mode], mode=mode)

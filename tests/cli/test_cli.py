@@ -741,6 +741,27 @@ def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path,
         assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
 
 
+def test_complete_reads_stdin_for_a_dash_with_the_language_given(model_dir, source):
+    """(`complete -` looked for a file named "-".)"""
+    flags = ("--line", 5, "--col", 5, "--model", model_dir, "--head", "none", "--dtype", "float32", "--max-tokens", 6,
+             "--json")
+    named = nestling("complete", source, *flags)
+    run = [sys.executable, "-m", "nestling.daemon.cli.main", "complete", "-"]
+    piped = subprocess.run([*run, "--language", "python", *map(str, flags)], input=source.read_text(),
+                           capture_output=True, text=True, timeout=300)
+    assert named.returncode == piped.returncode == 0, piped.stderr
+    assert {k: json.loads(piped.stdout)[k] for k in ("text", "region")} == \
+        {k: json.loads(named.stdout)[k] for k in ("text", "region")}
+    unnamed = subprocess.run([*run, *map(str, flags)], input=source.read_text(), capture_output=True, text=True,
+                             timeout=300)
+    assert unnamed.returncode == 0 and "warning: stdin: give --language (languages with one: c, cpp" in \
+        unnamed.stderr, unnamed.stderr
+    assert json.loads(unnamed.stdout)["region"] == "neutral"
+    unknown = subprocess.run([*run, "--language", "cobol", *map(str, flags)], input="", capture_output=True,
+                             text=True, timeout=300)
+    assert "warning: --language cobol: no grammar for it" in unknown.stderr, unknown.stderr
+
+
 def test_complete_refuses_an_empty_stop_string_as_the_daemon_does(source):
     result = nestling("complete", source, "--line", 5, "--col", 5, "--stop", "")
     assert result.returncode == 2 and "--stop takes a non-empty string" in result.stderr

@@ -69,6 +69,21 @@ def test_a_crlf_files_offsets_and_text_are_the_files_own(daemon, tmp_path, capsy
     assert json.loads(out)["text"].replace("\n", "\r\n") == reply["text"]  # the same text, in the file's breaks
 
 
+def test_a_file_read_from_stdin_is_completed_as_the_same_file_named(daemon, source, capsys, monkeypatch):
+    """(`complete -` read a file named "-": "cannot read -".)"""
+    import io
+    import sys
+
+    flags = ("--line", 6, "--col", 5, "--daemon", "--socket", daemon.config.socket_path, "--max-tokens", 8, "--json")
+    code, out, err = complete(capsys, source, *flags)
+    assert code == 0, err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SOURCE.encode())))
+    code, piped, err = complete(capsys, "-", "--language", "python", *flags)
+    assert code == 0 and not err, err
+    assert json.loads(piped)["text"] == json.loads(out)["text"] and json.loads(piped)["region"] == \
+        json.loads(out)["region"]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--model", "x"], "drop --model"),
     (["--mode", "lookup"], "--mode spec or ar, not lookup"),
