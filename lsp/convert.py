@@ -109,15 +109,22 @@ def apply_change(text: str, change_range: types.Range, new_text: str, encoding=t
     return text[:start] + new_text + text[end:]
 
 
-def change_problem(text: str, change_range: types.Range) -> str | None:
-    """What is wrong with an incremental didChange's range, for a log line: a line past the document's end or a range
-    that ends before it starts (apply_change still applies it, as editors would; the editor's text and the server's
-    may differ from then on); None for a range that fits (a character past its line's end is its end, by the spec)."""
+def change_problem(text: str, change_range: types.Range, encoding=types.PositionEncodingKind.Utf16) -> str | None:
+    """What is wrong with an incremental didChange's range, for a log line: a line past the document's end, an end
+    inside a character (a UTF-16 surrogate pair, a UTF-8 sequence), or a range that ends before it starts
+    (apply_change still applies it, as editors would; the editor's text and the server's may differ from then on);
+    None for a range that fits (a character past its line's end is its end, by the spec)."""
     last = line_count(text) - 1
     start, end = change_range.start, change_range.end
     past = [f"{name} line {p.line}" for name, p in (("its start's", start), ("its end's", end)) if p.line > last]
     problems = [f"{' and '.join(past)} lie{'s' if len(past) == 1 else ''} past the document's last line ({last}): "
                 "taken as the document's end"] if past else []
+    lines = lsp_lines(text)
+    inside = [f"{name} ({p.line}:{p.character})" for name, p in (("its start", start), ("its end", end))
+              if p.line < len(lines) and _split_line(lines[p.line].rstrip("\r\n"), p.character, encoding)[1]]
+    if inside:
+        problems.append(f"{' and '.join(inside)} fall{'s' if len(inside) == 1 else ''} inside a character: taken as "
+                        "that character's start")
 
     def clamped(position: types.Position) -> tuple[int, int]:
         return (position.line, position.character) if position.line <= last else (last + 1, 0)

@@ -32,7 +32,7 @@ class LspTextDocument(TextDocument):
         return tuple(convert.lsp_lines(self.source))
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
-        problem = convert.change_problem(self.source, change.range)
+        problem = convert.change_problem(self.source, change.range, self.position_codec.encoding)
         if problem:
             log.warning("textDocument/didChange of %s: %s", self.uri, problem)
         self._source = convert.apply_change(self.source, change.range, change.text, self.position_codec.encoding)

@@ -108,6 +108,20 @@ def test_an_edit_whose_range_does_not_fit_is_named_for_a_log_line():
     assert [line_count(t) for t in ("", "a", "a\n", "a\r\nb", "a\rb\r")] == [1, 1, 2, 2, 3]
 
 
+def test_an_edit_ending_inside_a_character_is_applied_at_its_start_with_a_log_line():
+    """(It was applied without a word.)"""
+    text = "s = '\U0001f600'\n"  # the emoji: UTF-16 units 5 and 6, UTF-8 bytes 5 to 8
+    utf8, utf16 = types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16
+    split = types.Range(start=types.Position(0, 6), end=types.Position(0, 6))
+    assert change_problem(text, split, utf16) == "its start (0:6) and its end (0:6) fall inside a character: taken as " \
+                                                 "that character's start"
+    assert apply_change(text, split, "X", utf16) == "s = 'X\U0001f600'\n"
+    assert change_problem(text, types.Range(start=types.Position(0, 5), end=types.Position(0, 7)), utf16) is None
+    assert change_problem(text, types.Range(start=types.Position(0, 5), end=types.Position(0, 7)), utf8) == \
+        "its end (0:7) falls inside a character: taken as that character's start"
+    assert change_problem(text, types.Range(start=types.Position(0, 5), end=types.Position(0, 9)), utf8) is None
+
+
 def test_the_id_of_a_request_that_does_not_parse_is_found_when_its_first_members_say_it():
     assert request_id('{"jsonrpc":"2.0","id":900,"method":"textDocument/inlineCompletion", "params": {') == 900
     assert request_id(' { "id" : "a-1" , "method": "x", "params": [1,') == "a-1"
