@@ -302,10 +302,14 @@ def _limit_reached(state: TrainState, config: TrainConfig, started: float) -> st
 
 def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) -> None:
     """One line on the run a checkpoint holds, and one more when it cannot go on as the user may expect."""
-    tqdm.write(f"resuming from {checkpoint} at step {state.step} ({state.train_seconds / 60:.0f} min trained, best "
-               f"held-out chain tau {state.best_chain_tau})")
+    trained = f"{state.train_seconds:.0f} s" if state.train_seconds < 120 else f"{state.train_seconds / 60:.0f} min"
+    tqdm.write(f"resuming from {checkpoint} at step {state.step} ({trained} trained, best held-out chain tau "
+               f"{state.best_chain_tau})")
     if state.step >= config.max_steps:
         tqdm.write(f"it is at --max-steps {config.max_steps} already: no more steps (a larger --max-steps goes on)")
+    elif config.time_limit_s and state.train_seconds >= config.time_limit_s:
+        tqdm.write(f"it has trained --time-limit-s {config.time_limit_s:g} already (the limit counts every sitting's "
+                   "training): no more steps (a larger --time-limit-s goes on)")
     elif state.evals_without_gain >= config.patience:
         tqdm.write(f"it had stopped early ({state.evals_without_gain} evaluations without gain): it trains up to the "
                    f"next evaluation and stops there unless that one gains (a larger --patience goes on longer)")

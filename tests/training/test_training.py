@@ -667,6 +667,9 @@ def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path,
                          progress=False)
     assert timed["stop_reason"] == "time_limit" and timed["steps"] == 0
     assert "reached the training time limit (--time-limit-s 1e-09)" in capsys.readouterr().out
+    run_training(target, data, replace(config, max_steps=1000, time_limit_s=1e-9), tmp_path / "timed", progress=False)
+    assert "it has trained --time-limit-s 1e-09 already (the limit counts every sitting's training)" in \
+        capsys.readouterr().out
 
     # a learning rate of ~0: no evaluation gains on the first, so patience 1 stops at the second
     stuck = replace(config, max_steps=50, lr=1e-30, patience=1)
