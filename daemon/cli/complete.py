@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -287,8 +288,9 @@ def daemon_request(args, text: str, cursor: int):
     if args.seed == 0:
         raise ValueError("--seed 0 reads as unseeded over --daemon: give another seed")
     mode = pb.DECODING_MODE_AUTOREGRESSIVE if args.mode == "ar" else pb.DECODING_MODE_SPECULATIVE
-    # stdin: a new buffer's URI, as an editor names one (its name and language from --language)
-    uri = "untitled:stdin" if args.file == STDIN else args.file.resolve().as_uri()
+    # stdin: a new buffer's URI, as an editor names one (its language from --language), one per process: two scripts
+    # piping text at once are two documents, not a newer request superseding the other's
+    uri = f"untitled:stdin-{os.getpid()}" if args.file == STDIN else args.file.resolve().as_uri()
     return full_text_request(uri, text, cursor, language_id=args.language or "", max_tokens=args.max_tokens,
                              temperature=args.temperature, top_p=args.top_p, seed=args.seed or 0, stop=args.stop,
                              line_mode=LINE_MODE_CODES[args.line_mode], mode=mode)

@@ -2,6 +2,7 @@
 in-process command prints its own, and clear errors where the daemon cannot answer."""
 
 import json
+import os
 import threading
 
 import pytest
@@ -82,6 +83,13 @@ def test_a_file_read_from_stdin_is_completed_as_the_same_file_named(daemon, sour
     assert code == 0 and not err, err
     assert json.loads(piped)["text"] == json.loads(out)["text"] and json.loads(piped)["region"] == \
         json.loads(out)["region"]
+    from nestling.daemon.cli.complete import daemon_request
+    from nestling.daemon.cli.main import build_parser
+
+    args = build_parser().parse_args(["complete", "-", "--line", "1", "--col", "1", "--language", "go", "--daemon"])
+    request = daemon_request(args, "package main\n", 0)  # a document of its own per process (two scripts piping at
+    assert request.document.uri == f"untitled:stdin-{os.getpid()}"  # once would supersede each other's requests)
+    assert request.document.language_id == "go"
 
 
 @pytest.mark.parametrize("flags, message", [
