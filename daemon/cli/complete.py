@@ -22,8 +22,8 @@ LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loa
 
 def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("complete", help="complete the code at a position of a file")
-    p.add_argument("file", type=Path, help="source file; - reads it from stdin (--language names its language)")
-    p.add_argument("--language", metavar="ID",
+    p.add_argument("file", type=source_path, help="source file; - reads it from stdin (--language names its language)")
+    p.add_argument("--language", metavar="ID", type=str.lower,
                    help="the file's language, as an editor names it (python, typescriptreact, go, ...): by default the "
                         "one its suffix says")
     p.add_argument("--line", type=int, required=True, help="1-based line of the cursor")
@@ -73,6 +73,12 @@ TEXT_SAMPLE_BYTES = 1 << 16  # how much of a file the text check reads
 
 
 STDIN = Path("-")
+
+
+def source_path(text: str) -> Path:
+    """complete's FILE: STDIN for `-` only (`./-` is a file of that name: Path would make it `-` too)."""
+    path = Path(text)
+    return path.absolute() if path == STDIN and text != "-" else path
 
 
 def read_source(path: Path) -> str:
@@ -132,8 +138,8 @@ def run(args) -> int:
     if any(not stop for stop in args.stop):
         raise ValueError("--stop takes a non-empty string (an empty one would end every completion at once)")
     check_sampling_flags(args)
-    language = _language(args)
     raw = read_source(args.file)
+    language = _language(args)
     # every line break a LF, as the daemon reads a document (--line counts lines as editors do; the model writes other
     # code after CRLF)
     text = lf_only(raw)
@@ -158,9 +164,9 @@ def _language(args) -> LanguageSpec | None:
     one nestling has no grammar for, with a warning where --language named it or the file is stdin."""
     language = find_language(args.language, None if args.language else str(args.file))
     if language is None and (args.language or args.file == STDIN):
-        known = ", ".join(sorted(language_table()))
-        said = f"--language {args.language}: no grammar for it" if args.language else "stdin: give --language"
-        print(f"nestling complete: warning: {said} (languages with one: {known}); completing without its syntax",
+        known = ", ".join(sorted({i for spec in language_table().values() for i in spec.language_ids}))
+        said = f"--language {args.language!r}: no grammar for it" if args.language else "stdin: give --language"
+        print(f"nestling complete: warning: {said} (those with one: {known}); completing without its syntax",
               file=sys.stderr)
     return language
 

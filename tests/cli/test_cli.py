@@ -754,12 +754,20 @@ def test_complete_reads_stdin_for_a_dash_with_the_language_given(model_dir, sour
         {k: json.loads(named.stdout)[k] for k in ("text", "region")}
     unnamed = subprocess.run([*run, *map(str, flags)], input=source.read_text(), capture_output=True, text=True,
                              timeout=300)
-    assert unnamed.returncode == 0 and "warning: stdin: give --language (languages with one: c, cpp" in \
-        unnamed.stderr, unnamed.stderr
+    assert unnamed.returncode == 0 and "warning: stdin: give --language (those with one: c, cpp, go, java, " \
+        "javascript, javascriptreact, python, rust, typescript, typescriptreact)" in unnamed.stderr, unnamed.stderr
     assert json.loads(unnamed.stdout)["region"] == "neutral"
-    unknown = subprocess.run([*run, "--language", "cobol", *map(str, flags)], input="", capture_output=True,
-                             text=True, timeout=300)
-    assert "warning: --language cobol: no grammar for it" in unknown.stderr, unknown.stderr
+    unknown = subprocess.run([*run, "--language", "COBOL", *map(str, flags)], input=source.read_text(),
+                             capture_output=True, text=True, timeout=300)
+    assert "warning: --language 'cobol': no grammar for it" in unknown.stderr, unknown.stderr
+    upper = subprocess.run([*run, "--language", "Python", *map(str, flags)], input=source.read_text(),
+                           capture_output=True, text=True, timeout=300)
+    assert upper.returncode == 0 and json.loads(upper.stdout)["region"] == json.loads(named.stdout)["region"]
+    (source.parent / "-").write_text(source.read_text())  # a file named "-", as ./- names it: not stdin
+    dashed = subprocess.run([*run[:-1], "./-", "--language", "python", *map(str, flags)], input="",
+                            capture_output=True, text=True, timeout=300, cwd=source.parent)
+    assert dashed.returncode == 0 and json.loads(dashed.stdout)["text"] == json.loads(named.stdout)["text"], \
+        dashed.stderr
 
 
 def test_complete_refuses_an_empty_stop_string_as_the_daemon_does(source):
