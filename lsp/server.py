@@ -174,6 +174,10 @@ def build_server(make_backend) -> NestlingLanguageServer:
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         selected = params.context.selected_completion_info
         position = in_its_line(ls, params.text_document.uri, params.position)
+        if selected is not None:
+            selected = types.SelectedCompletionInfo(range=types.Range(
+                start=in_its_line(ls, params.text_document.uri, selected.range.start),
+                end=in_its_line(ls, params.text_document.uri, selected.range.end)), text=selected.text)
         query, prefix_text = query_for(ls, params.text_document.uri, position,
                                        ls.settings.alternatives if invoked else 1, selected)
         texts = await run_query(ls, query)

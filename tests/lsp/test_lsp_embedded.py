@@ -173,6 +173,12 @@ async def test_a_position_past_its_lines_end_is_taken_as_the_lines_end_as_the_sp
     assert result.items[0].range.start == result.items[0].range.end == types.Position(line=5, character=4)
     at_end = await client.text_document_inline_completion_async(inline_params(5, 4, uri=uri))
     assert result.items[0].insert_text == at_end.items[0].insert_text
+    selected = types.SelectedCompletionInfo(  # a Position in a selected item's range is one too
+        range=types.Range(start=types.Position(line=4, character=16), end=types.Position(line=4, character=90)),
+        text="os.path")
+    widened = await client.text_document_inline_completion_async(inline_params(4, 95, selected=selected, uri=uri))
+    assert widened.items and widened.items[0].range == types.Range(start=types.Position(line=4, character=16),
+                                                                   end=types.Position(line=4, character=28))
     listed = await client.text_document_completion_async(types.CompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=50)))
     assert listed.items and all(item.text_edit.range.end == types.Position(line=0, character=9)
