@@ -35,7 +35,21 @@ class StopSignal:
 
     def _handle(self, number, frame) -> None:
         self.received = number
-        self._restore()  # a second signal stops at once
+        for each in self._previous:  # a second signal stops at once
+            signal.signal(each, self._second)
+
+    def _second(self, number, frame) -> None:
+        """A second signal: the handlers go back to what they were and this one acts as it would have, or, where it
+        was ignored (SIGINT in a job a script ran in the background), as by default: it was sent twice to stop."""
+        previous = self._previous.get(number, signal.SIG_DFL)
+        self._restore()
+        if callable(previous):
+            previous(number, frame)  # (Python's default_int_handler raises KeyboardInterrupt)
+        elif number == signal.SIGINT:
+            raise KeyboardInterrupt
+        else:
+            signal.signal(number, signal.SIG_DFL)
+            signal.raise_signal(number)
 
     def _restore(self) -> None:
         for number, handler in self._previous.items():

@@ -3,6 +3,8 @@
 import os
 import signal
 
+import pytest
+
 from nestling.daemon.training.stopping import StopSignal
 
 
@@ -27,3 +29,19 @@ def test_leaving_it_restores_the_handlers_it_replaced():
     with StopSignal():
         assert signal.getsignal(signal.SIGINT) != before[0]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_second_signal_stops_even_where_the_signal_was_ignored_before():
+    """(A job a script runs in the background inherits SIGINT ignored: the first kill -INT stopped train-head after
+    the step in progress, as it should, but the second one was ignored again and it went on evaluating: QA.)"""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with StopSignal() as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            assert stop.received == signal.SIGINT
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                signal.pthread_sigmask(signal.SIG_BLOCK, [])  # (a bytecode boundary for the handler to run at)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
