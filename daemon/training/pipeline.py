@@ -294,7 +294,7 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
                                             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(wall_start)),
                                             "data_seconds": round(data_seconds, 1)})
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
-    best = best_evaluation(state.history, train.eval_steps, state.held_out)
+    best = best_evaluation(state.history[state.scores_from:], train.eval_steps, state.held_out)
     card = {
         "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
@@ -305,7 +305,8 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
         "steps": state.step, "tokens_seen": state.tokens_seen,
         "data_seconds": round(sum(sitting.get("data_seconds", 0.0) for sitting in state.sittings), 1),
         "train_seconds": round(state.train_seconds, 1), "best": best, "learning_curve": state.history,
-        "held_out_set": state.held_out, "sittings": state.sittings, "stop_reason": state.stop_reason,
+        "held_out_set": state.held_out, "scores_from": state.scores_from, "sittings": state.sittings,
+        "stop_reason": state.stop_reason,
         "stopped_by_signal": should_stop(),
     }
     (out_dir / "training.json").write_text(json.dumps(card, indent=2))
@@ -327,13 +328,12 @@ def render_card(card: dict) -> str:
     best = card.get("best", {})
     corpus = card["corpus"]
     kinds = corpus["prompt_kinds"]
-    current = card.get("held_out_set")
-    earlier = [r for r in card["learning_curve"] if current and r.get("held_out", current) != current]
-    rows = "\n".join(f"| {r['step']}{' *' if r in earlier else ''} | {r['tokens_seen']} | {r['train_seconds']} | "
+    earlier = card.get("scores_from", 0)
+    rows = "\n".join(f"| {r['step']}{' *' if index < earlier else ''} | {r['tokens_seen']} | {r['train_seconds']} | "
                      f"{', '.join(str(a) for a in r.get('agreement', []))} | {r.get('chain_tau')} |"
-                     for r in card["learning_curve"])
-    footnote = "\n\n\\* scored on an earlier sitting's held-out set (another corpus or data settings): not comparable " \
-        "with the other rows" if earlier else ""
+                     for index, r in enumerate(card["learning_curve"]))
+    footnote = "\n\n\\* scored before a re-scoring (on another held-out set, or counting other draft steps): not " \
+        "comparable with the rows after it" if earlier else ""
     return f"""# EAGLE head for {card['model']}: training card
 
 {_trained_with(card)}
@@ -366,7 +366,8 @@ def _trained_with(card: dict) -> str:
         return f"- Trained with: `{card['command']}`"
     lines = [f"- Trained in {len(sittings)} sittings (the same command resumes where the last stopped):"]
     lines += [f"  - steps {s.get('from_step')} to {s.get('to_step')}: {_quoted(s.get('command'))} on {s.get('device')} "
-              f"({s.get('dtype')}), {s.get('started', '')}, data time {s.get('data_seconds')} s" for s in sittings]
+              f"({s.get('dtype')}), {s.get('started', '')}, data time {s.get('data_seconds')} s{_ended(s)}"
+              for s in sittings]
     return "\n".join(lines)
 
 
@@ -374,9 +375,12 @@ def _quoted(command: str | None) -> str:
     return f"`{command}`" if command else "(command not recorded)"
 
 
-def _ended(card: dict) -> str:
-    reason = card.get("stop_reason")
-    return f"; ended: {STOP_REASONS[reason].format(**card['train'])}" if reason in STOP_REASONS else ""
+def _ended(record: dict) -> str:
+    """"; ended: WHY" for a sitting (its words kept) or a card (worded from its settings); "" where unknown."""
+    if record.get("ended"):
+        return f"; ended: {record['ended']}"
+    reason = record.get("stop_reason")
+    return f"; ended: {STOP_REASONS[reason].format(**record['train'])}" if reason in STOP_REASONS else ""
 
 
 def _left_out(corpus: dict) -> str:

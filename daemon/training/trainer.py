@@ -24,6 +24,7 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from tqdm import tqdm
 
 from ..models.eagle_head import EagleHead, save_head
@@ -182,6 +183,9 @@ class TrainState:
     tokens_seen: int = 0
     history: list[dict] = field(default_factory=list)  # one row per evaluation: the learning curve
     held_out: str = ""  # held_out_digest of the set the latest scores count ("": a checkpoint from before it was kept)
+    # history[scores_from:] are the scores comparable with this run's (the same held-out set and draft steps, since the
+    # last re-scoring): the saved head is the best of those
+    scores_from: int = 0
     # one entry per time the command ran: what it ran as (command, device, data seconds) and the steps it took
     sittings: list[dict] = field(default_factory=list)
     stop_reason: str = ""  # why the last sitting ended: one of STOP_REASONS
@@ -191,7 +195,7 @@ class TrainState:
 STOP_REASONS = {
     "max_steps": "reached --max-steps {max_steps}",
     "time_limit": "reached the training time limit (--time-limit-s {time_limit_s:g})",
-    "patience": "stopped early: {patience} held-out evaluations in a row without a better chain tau (--patience "
+    "patience": "stopped early: {patience} held-out evaluation(s) in a row without a better chain tau (--patience "
                 "{patience})",
     "signal": "stopped by a signal",
 }
@@ -249,6 +253,7 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
         _say_what_resumes(state, config, checkpoint)
     rescore = _rescore_on_resume(state, config, held_out_digest(held_out))
     state.sittings.append({**(sitting or {}), "from_step": state.step, "to_step": state.step})
+    evaluations = len(state.history)
     rng = random.Random(config.seed + state.step)
     head.train()
     bar = tqdm(total=config.max_steps, initial=state.step, desc="training head", unit="step", disable=not progress)
@@ -282,12 +287,18 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
                     reason = "patience"
                     break
     bar.close()
+    ended = STOP_REASONS[reason].format(**asdict(config))
     state.stop_reason = reason
-    tqdm.write(f"step {state.step}: {STOP_REASONS[reason].format(**asdict(config))}"
+    state.sittings[-1].update(stop_reason=reason, ended=ended)
+    tqdm.write(f"step {state.step}: {ended}"
                + ("; evaluating and saving a checkpoint (the same command resumes)" if reason == "signal" else ""))
     if not state.history or state.history[-1]["step"] != state.step:
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
+    elif evaluations == len(state.history):  # a sitting that neither trained nor scored: not one to list
+        state.sittings.pop()
+    else:  # evaluated at its last step already: the checkpoint gains why the sitting ended
+        _save(head, optimizer, state, config, out_dir, extra_config)
     return state
 
 
@@ -311,7 +322,7 @@ def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) 
         tqdm.write(f"it has trained --time-limit-s {config.time_limit_s:g} already (the limit counts every sitting's "
                    "training): no more steps (a larger --time-limit-s goes on)")
     elif state.evals_without_gain >= config.patience:
-        tqdm.write(f"it had stopped early ({state.evals_without_gain} evaluations without gain): it trains up to the "
+        tqdm.write(f"it had stopped early ({state.evals_without_gain} evaluation(s) without gain): it trains up to the "
                    f"next evaluation and stops there unless that one gains (a larger --patience goes on longer)")
 
 
@@ -330,6 +341,7 @@ def _rescore_on_resume(state: TrainState, config: TrainConfig, digest: str) -> b
         tqdm.write(f"held-out scores so far {' and '.join(causes)}: evaluating the resumed head again as the best so "
                    "far")
         state.best_chain_tau, state.evals_without_gain = 0.0, 0
+        state.scores_from = len(state.history)
     state.eval_steps, state.held_out = config.eval_steps, digest
     return bool(causes)
 
@@ -377,17 +389,24 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
         state.evals_without_gain = 0
     else:
         state.evals_without_gain += 1
+    _save(head, optimizer, state, config, out_dir, extra_config, best_row=row if improved else None)
+    return state.evals_without_gain >= config.patience
+
+
+def _save(head, optimizer, state: TrainState, config: TrainConfig, out_dir: Path, extra_config: dict | None,
+          best_row: dict | None = None) -> None:
+    """The checkpoint and the learning curve, and the head where `best_row` (its evaluation) is the best so far; an
+    OSError naming the folder when they cannot be written (the last checkpoint written whole stays)."""
     try:
-        if improved:
-            save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **row}})
+        if best_row is not None:
+            save_head(head, out_dir / "head", extra_config={"training": {**(extra_config or {}), **best_row}})
         with replacing(out_dir / "checkpoint.pt") as checkpoint:  # a crash while writing keeps the last one whole
             torch.save({"head": head.state_dict(), "optimizer": optimizer.state_dict(), "state": asdict(state),
                         "config": asdict(config), "target": (extra_config or {}).get("target") or {}}, checkpoint)
         with replacing(out_dir / "learning_curve.json") as curve:
             curve.write_text(json.dumps(state.history, indent=2))
-    except (OSError, RuntimeError) as exc:  # (torch's writer raises RuntimeError "basic_ios::clear" on a full disk)
-        free = shutil.disk_usage(out_dir).free
+    except (OSError, RuntimeError, SafetensorError) as exc:  # (torch's writer raises RuntimeError "basic_ios::clear"
+        free = shutil.disk_usage(out_dir).free  # on a full disk)
         raise OSError(f"{out_dir}: could not save step {state.step} ({short_reason(exc)}; "
                       f"{free / 2**20:.0f} MiB free there): the last checkpoint saved whole is kept, and the same "
                       "command resumes from it once there is room") from None
-    return state.evals_without_gain >= config.patience

@@ -375,6 +375,7 @@ def test_a_resume_scoring_other_draft_steps_rescores_the_head_before_comparing(t
     again = run_training(target, data, replace(config, eval_steps=2, max_steps=6), tmp_path / "out", progress=False)
     curve = again["learning_curve"]
     assert [(r["step"], len(r["agreement"])) for r in curve] == [(2, 3), (4, 3), (4, 2), (6, 2)]
+    assert again["scores_from"] == 2 and "| 4 * |" in (tmp_path / "out" / "head" / "CARD.md").read_text()  # (QA: unmarked)
     assert again["best"] == max(curve[2:], key=lambda r: r["chain_tau"])
     saved = json.loads((tmp_path / "out" / "head" / "config.json").read_text())["training"]
     assert (saved["step"], len(saved["agreement"])) == (again["best"]["step"], 2)
@@ -642,13 +643,25 @@ def test_a_resume_on_another_held_out_set_rescores_and_keeps_the_earlier_scores_
     assert set_two != set_one and _rows(again) == [(2, set_one), (4, set_one), (4, set_two), (6, set_two)]
     assert again["best"] == max(again["learning_curve"][2:], key=lambda r: r["chain_tau"])
     card = (tmp_path / "out" / "head" / "CARD.md").read_text()
-    assert "| 2 * |" in card and "| 4 * |" in card and "| 6 |" in card and "scored on an earlier sitting's" in card
+    assert "| 2 * |" in card and "| 4 * |" in card and "| 6 |" in card and "scored before a re-scoring" in card
     assert "- Trained in 2 sittings" in card and "steps 0 to 4: `one`" in card and "steps 4 to 6: `two`" in card
+    sittings = [line for line in card.splitlines() if line.startswith("  - steps ")]
+    assert [line.rsplit("; ended: ", 1)[-1] for line in sittings] == ["reached --max-steps 4", "reached --max-steps 6"]
     assert [(s["command"], s["from_step"], s["to_step"]) for s in again["sittings"]] == [("one", 0, 4), ("two", 4, 6)]
     # the same data again: no rescoring, nothing said about it
     capsys.readouterr()
-    third = run_training(target, other, replace(config, max_steps=8), tmp_path / "out", progress=False)
+    third = run_training(target, other, replace(config, max_steps=8), tmp_path / "out", command="three",
+                         progress=False)
     assert "held-out scores so far" not in capsys.readouterr().out and third["learning_curve"][-1]["step"] == 8
+    # back on the first set: its early rows are not comparable any more (the head they scored is gone), so the best
+    # is taken from the re-scoring on, and it is the head saved (QA: the card named step 2's as the best)
+    back = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), replace(config, max_steps=10),
+                        tmp_path / "out", command="four", progress=False)
+    assert _rows(back)[-2:] == [(8, set_one), (10, set_one)] and back["scores_from"] == 5
+    assert back["best"] in back["learning_curve"][5:]
+    saved = json.loads((tmp_path / "out" / "head" / "config.json").read_text())["training"]
+    assert (saved["step"], saved["chain_tau"]) == (back["best"]["step"], back["best"]["chain_tau"])
+    assert "| 2 * |" in (tmp_path / "out" / "head" / "CARD.md").read_text()
 
 
 def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path, target, corpus, capsys):
@@ -662,6 +675,7 @@ def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path,
     again = run_training(target, data, config, tmp_path / "steps", progress=False)
     said = capsys.readouterr().out
     assert "resuming from" in said and "at --max-steps 2 already: no more steps" in said and again["steps"] == 2
+    assert len(again["sittings"]) == 1  # a sitting that did nothing is not listed
 
     timed = run_training(target, data, replace(config, max_steps=1000, time_limit_s=1e-9), tmp_path / "timed",
                          progress=False)
@@ -675,8 +689,8 @@ def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path,
     stuck = replace(config, max_steps=50, lr=1e-30, patience=1)
     early = run_training(target, data, stuck, tmp_path / "early", progress=False)
     assert early["stop_reason"] == "patience" and early["steps"] == 2
-    assert "step 2: stopped early: 1 held-out evaluations in a row without a better chain tau" in \
+    assert "step 2: stopped early: 1 held-out evaluation(s) in a row without a better chain tau" in \
         capsys.readouterr().out
     resumed = run_training(target, data, stuck, tmp_path / "early", progress=False)
-    assert "it had stopped early (1 evaluations without gain)" in capsys.readouterr().out
+    assert "it had stopped early (1 evaluation(s) without gain)" in capsys.readouterr().out
     assert resumed["steps"] == 3 and resumed["stop_reason"] == "patience"
