@@ -515,6 +515,21 @@ def test_a_checkpoint_that_cannot_be_written_is_an_error_naming_the_folder_and_t
     assert trainer.read_checkpoint(tmp_path / "out" / "checkpoint.pt")["state"]["step"] == 2
 
 
+def test_a_head_folder_that_cannot_be_written_is_an_error_naming_the_folder(tmp_path, target, corpus, monkeypatch):
+    """(safetensors' own error escaped as a traceback: QA, a head/ folder made read-only.)"""
+    from safetensors import SafetensorError
+
+    from nestling.daemon.training import trainer
+
+    def read_only(*args, **kwargs):
+        raise SafetensorError("Error while serializing: IoError(Os { code: 1, kind: PermissionDenied })")
+
+    monkeypatch.setattr(trainer, "save_head", read_only)
+    config = TrainConfig(unroll=1, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
+    with pytest.raises(OSError, match=r"out: could not save step 2 \(SafetensorError: .*PermissionDenied"):
+        run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", progress=False)
+
+
 def test_autocast_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
     from nestling.daemon.training import trainer
 
