@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 import shlex
+import signal
 import sys
 import tempfile
 from dataclasses import fields
@@ -107,35 +108,56 @@ def run(args) -> int:
 # what train-head writes in --out (and the .tmp files it writes them through): a folder holding anything else is not
 # one of its runs
 RUN_FILES = {"head", "checkpoint.pt", "draft_vocab.pt", "training.json", "learning_curve.json"}
-LOG_SUFFIXES = {".log", ".out", ".err", ".txt"}  # a run's output sent there (`> OUT/train.log`, nohup.out) is no stranger
+LOG_SUFFIXES = {".log", ".out", ".err"}  # a run's output sent there (`> OUT/train.log`, nohup.out) is no stranger
+
+
+def _is_cache(folder: Path) -> bool:
+    """Whether `folder` is a --cache-dir (its train/ or held_out/ shards' manifest), or one of those two."""
+    return any((folder / part / "manifest.json").is_file() for part in ("train", "held_out")) or \
+        (folder.name in ("train", "held_out") and (folder / "manifest.json").is_file())
+
+
+def _stranger(entry: Path, cache: Path | None) -> bool:
+    """Whether an entry of --out is none of a run's: its files, its log, a cache (this run's or an earlier one's) or
+    a folder above this run's cache, or a hidden file (.DS_Store)."""
+    if entry.name.removesuffix(".tmp") in RUN_FILES or _is_cache(entry):
+        return False
+    if entry.is_file() and (entry.name.startswith(".") or entry.suffix in LOG_SUFFIXES):
+        return False
+    return not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents))
 
 
 def check_out_folder(out: Path, cache_dir: str | None) -> None:
     """A ValueError before the model loads when --out holds files of something else than a train-head run (a project,
-    a head's own folder), or when --out or --cache-dir exists but cannot be written (a read-only disk failed only
-    at the first checkpoint, after the distilling)."""
+    a model's or head's folder), when --cache-dir lies in OUT/head, or when --out, its head/ or --cache-dir exists but
+    cannot be written (a read-only disk failed only at the first checkpoint, after the distilling)."""
+    cache = Path(cache_dir).expanduser().resolve() if cache_dir else None
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise ValueError(f"--cache-dir {cache_dir}: exists and is not a folder")
+    head = (out / "head").resolve()
+    if cache and (cache == head or head in cache.parents):
+        raise ValueError(f"--cache-dir {cache_dir}: lies in the head's folder {out / 'head'}, which holds the head "
+                         "alone (it is what you copy or ship): give another --cache-dir")
     if out.is_dir():
-        cache = Path(cache_dir).expanduser().resolve() if cache_dir else None
         foreign = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir()
-                         if entry.name.removesuffix(".tmp") not in RUN_FILES and not entry.name.startswith(".")
-                         and not (entry.is_file() and entry.suffix in LOG_SUFFIXES)
-                         and not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents)))
+                         if _stranger(entry, cache))
         if {"config.json", "model.safetensors"} <= {name.rstrip("/") for name in foreign}:
-            raise ValueError(f"--out {out}: is a head's folder, not a train-head run's; give a new folder (with "
-                             f"--init-head {out} to fine-tune that head)")
+            raise ValueError(f"--out {out}: holds a model's or head's weights (config.json, model.safetensors), not a "
+                             f"train-head run's files; give a new folder (--init-head {out} fine-tunes a head kept "
+                             "there)")
         if foreign:
             listed = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
             raise ValueError(f"--out {out}: holds {listed}, not a train-head run's files; give a new or empty folder "
                              f"(train-head writes {', '.join(sorted(RUN_FILES))} there)")
-    for flag, folder in (("--out", out), ("--cache-dir", cache_dir)):
+    for flag, folder in (("--out", out), ("--out", out / "head"), ("--cache-dir", cache_dir)):
         if folder is not None and Path(folder).is_dir():
             try:
                 with tempfile.TemporaryFile(dir=folder):
                     pass
             except OSError as exc:
-                raise ValueError(f"{flag} {folder}: cannot write there ({exc.strerror or exc})") from None
+                raise ValueError(f"{flag} {out if flag == '--out' else cache_dir}: cannot write "
+                                 f"{'there' if folder != out / 'head' else 'in its head/'} ({exc.strerror or exc})") \
+                    from None
 
 
 def _train(args, data, train) -> int:
@@ -153,10 +175,10 @@ def _train(args, data, train) -> int:
         card = run_training(target, data, train, args.out, command=command, resume=not args.no_resume)
     except TrainingStopped as stopped:
         print(stopped, file=sys.stderr)
-        return 130
+        return 128 + (stopped.signal or signal.SIGINT)  # (130 for Ctrl-C, 143 for SIGTERM, as a shell reports them)
     print(json.dumps({"head": str(args.out / "head"), "best": card["best"], "steps": card["steps"]}, indent=2))
     if card["stopped_by_signal"]:
         print(f"stopped at step {card['steps']}: the checkpoint in {args.out} is saved; the same command resumes",
               file=sys.stderr)
-        return 130
+        return 128 + (card.get("signal") or signal.SIGINT)
     return 0

@@ -14,6 +14,8 @@ import threading
 class TrainingStopped(Exception):
     """The run was stopped by a signal before it had anything to train (what it distilled is cached)."""
 
+    signal: int | None = None  # the signal's number (SIGINT, SIGTERM)
+
 
 class StopSignal:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -638,7 +638,8 @@ def test_train_head_refuses_an_out_folder_of_something_else_before_loading_anyth
     (head / "config.json").write_text("{}")
     (head / "model.safetensors").write_text("")
     result = nestling("train-head", "--out", head)
-    assert result.returncode == 2 and f"--init-head {head} to fine-tune that head" in result.stderr, result.stderr
+    assert result.returncode == 2 and "holds a model's or head's weights" in result.stderr, result.stderr
+    assert f"(--init-head {head} fine-tunes a head kept there)" in result.stderr
     assert sorted(p.name for p in head.iterdir()) == ["config.json", "model.safetensors"]
 
 
@@ -655,12 +656,26 @@ def test_an_out_folder_of_a_run_or_holding_the_cache_is_taken_and_one_that_canno
         (run / name).parent.mkdir(parents=True, exist_ok=True)
         (run / name).write_text("")
     check_out_folder(run, str(run / "data" / "cache"))  # a run's own files, and the folder its cache is in
-    with pytest.raises(ValueError, match="holds data/, not a train-head run's files"):
-        check_out_folder(run, None)
+    check_out_folder(run / "data", None)  # a cache an earlier sitting kept there (QA: it was "holds cache/")
+    check_out_folder(run / "data" / "cache", str(run / "data" / "cache"))  # --out and --cache-dir one folder (QA)
+    for stranger in ("notes.txt", ".git/config"):  # (QA: both were taken)
+        (run / stranger).parent.mkdir(exist_ok=True)
+        (run / stranger).write_text("")
+        with pytest.raises(ValueError, match=f"holds {stranger.split('/')[0] + '/' * ('/' in stranger)}, not a"):
+            check_out_folder(run, str(run / "data" / "cache"))
+        (run / stranger).unlink()
+    (run / ".git").rmdir()
+    with pytest.raises(ValueError, match="--cache-dir .*run/head/cache: lies in the head's folder"):
+        check_out_folder(run, str(run / "head" / "cache"))
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
 
+    writable = tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda dir: read_only() if Path(dir).name == "head" else
+                        writable(dir=dir))
+    with pytest.raises(ValueError, match=f"--out {run}: cannot write in its head/ \\(Read-only file system\\)"):
+        check_out_folder(run, str(run / "data" / "cache"))
     monkeypatch.setattr(tempfile, "TemporaryFile", read_only)
     with pytest.raises(ValueError, match=f"--out {run}: cannot write there \\(Read-only file system\\)"):
         check_out_folder(run, str(run / "data" / "cache"))

@@ -329,8 +329,9 @@ def test_a_signal_while_distilling_keeps_what_was_distilled_and_the_same_command
     data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
     config = TrainConfig(unroll=2, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False, warmup=2)
     monkeypatch.setattr(pipeline, "distill", interrupted)
-    with pytest.raises(TrainingStopped, match="16 training sequences are cached"):
+    with pytest.raises(TrainingStopped, match=r"\d+ held-out and 16 training sequences are cached") as stopped:
         run_training(target, data, config, tmp_path / "out", progress=False)
+    assert stopped.value.signal == signal.SIGTERM  # (train-head exits 143, as a shell reports SIGTERM)
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
     monkeypatch.setattr(pipeline, "distill", distill)
     card = run_training(target, data, config, tmp_path / "out", progress=False)
@@ -354,7 +355,7 @@ def test_a_signal_while_training_checkpoints_the_step_reached_and_the_same_comma
     config = TrainConfig(unroll=2, max_steps=8, eval_every=5, batch_tokens=1024, autocast=False, warmup=2)
     monkeypatch.setattr(trainer, "make_batch", interrupted)
     card = run_training(target, data, config, tmp_path / "out", progress=False)
-    assert card["stopped_by_signal"] and card["steps"] == 3
+    assert card["stopped_by_signal"] and card["steps"] == 3 and card["signal"] == signal.SIGINT
     assert [row["step"] for row in card["learning_curve"]] == [3]
     assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
     monkeypatch.setattr(trainer, "make_batch", make_batch)
