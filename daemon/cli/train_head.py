@@ -149,15 +149,14 @@ def check_out_folder(out: Path, cache_dir: str | None) -> None:
             listed = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
             raise ValueError(f"--out {out}: holds {listed}, not a train-head run's files; give a new or empty folder "
                              f"(train-head writes {', '.join(sorted(RUN_FILES))} there)")
-    for flag, folder in (("--out", out), ("--out", out / "head"), ("--cache-dir", cache_dir)):
+    for folder, cannot in ((out, f"--out {out}: cannot write there"), (out / "head", f"--out {out}: cannot write in "
+                           "its head/"), (cache_dir, f"--cache-dir {cache_dir}: cannot write there")):
         if folder is not None and Path(folder).is_dir():
             try:
                 with tempfile.TemporaryFile(dir=folder):
                     pass
             except OSError as exc:
-                raise ValueError(f"{flag} {out if flag == '--out' else cache_dir}: cannot write "
-                                 f"{'there' if folder != out / 'head' else 'in its head/'} ({exc.strerror or exc})") \
-                    from None
+                raise ValueError(f"{cannot} ({exc.strerror or exc})") from None
 
 
 def _train(args, data, train) -> int:
