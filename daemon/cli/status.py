@@ -100,14 +100,16 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
     return [
         f"nestling daemon{f' (pid {pid})' if pid else ''} serving at {address}",
         f"model     {stats.model} on {stats.device} ({stats.dtype}{', packed weights' if stats.packed_weights else ''});"
-        f" head {stats.head}",
+        f" head {stats.head}{' (not used: --mode ar)' if stats.mode == 'ar' else ''}",
         f"mode      {_mode(stats)}",
         f"exact     {_exactness(stats)}",
-        f"uptime    {_duration(stats.uptime_s)}; {stats.requests} completions, mean tau {stats.mean_tau:.2f}",
+        f"uptime    {_duration(stats.uptime_s)}; " + (f"{stats.requests} completions, mean tau {stats.mean_tau:.2f}"
+                                                       if stats.requests else "no completions yet"),
         f"not done  {stats.errors} failed, {stats.superseded} superseded by a newer one, {stats.cancelled} cancelled "
         f"by their client, {stats.deadline_exceeded} past their deadline",
         f"latency   first token p50 {first.p50_ms:.0f} ms, p95 {first.p95_ms:.0f}, p99 {first.p99_ms:.0f}; "
-        f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}",
+        f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}"
+        if stats.requests else "latency   none measured yet (no completions)",
         f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "
         f"{stats.cache_documents} documents",
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
@@ -139,6 +141,8 @@ def _profile(stats) -> str:
 
 def _exactness(stats) -> str:
     """How close the outputs are to what the model alone would write, in words."""
+    if stats.mode == "ar":
+        return "by construction: plain decoding (--mode ar) verifies no trees"
     if stats.exact_rows:
         return f"bit for bit: trees of up to {stats.exact_rows} tokens verify with plain decoding's bits"
     if stats.dtype == "float32":

@@ -270,6 +270,11 @@ def test_status_names_the_daemons_decoding_mode():
         return next(line for line in lines if line.startswith("mode "))
 
     assert mode_line(model="m", mode="lookup") == "mode      lookup"
+    plain = describe(pb.GetStatsResponse(model="m", head="untrained", mode="ar", dtype="bfloat16", device="cpu"),
+                     "unix:/run/daemon.sock", None)  # (QA: it spoke of the head and of trees, neither of them used)
+    assert plain[1].endswith("head untrained (not used: --mode ar)")
+    assert "exact     by construction: plain decoding (--mode ar) verifies no trees" in plain
+    assert "uptime    0 min 00 s; no completions yet" in plain and "latency   none measured yet (no completions)" in plain
     assert mode_line(model="loading") == "mode      unknown until the model is loaded"
     assert mode_line(model="m") == "mode      not reported (a daemon older than this client)"
 
