@@ -258,14 +258,16 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
                              "drop --daemon to load the model here")
         try:
             response = client.complete(request, timeout=600)
-            notice = stale_daemon_notice(client.stats().code_stamp)
+            daemon_stats = client.stats()
+            notice = stale_daemon_notice(daemon_stats.code_stamp)
         except grpc.RpcError as exc:  # UNAUTHENTICATED, INVALID_ARGUMENT, ...
             raise ValueError(f"the daemon at {address} answered {exc.code().name}: {exc.details()}") from None
     empty = pb.CompletionItem(replaces=pb.Range(start=cursor, end=cursor))  # (nothing to insert at the cursor)
     item, stats = response.items[0] if response.items else empty, response.stats
     if args.json:
+        runs = {name: getattr(daemon_stats, name) for name in ("model", "device", "dtype", "head")}  # as local --json
         print(json.dumps({"text": item.text, "replaces": as_dict(item.replaces), "mode": stats.mode,
-                          "region": stats.region, "daemon": address, "stats": as_dict(stats)}), flush=True)
+                          "region": stats.region, **runs, "daemon": address, "stats": as_dict(stats)}), flush=True)
     else:
         sys.stdout.write(item.text + "\n")
         sys.stdout.flush()  # the text before what stderr says of it

@@ -39,6 +39,9 @@ def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemo
                                                       max_tokens=8, line_mode=pb.LINE_MODE_MULTI))
     assert reply["text"] == direct.items[0].text and reply["text"]
     assert reply["daemon"] == f"unix:{socket}" and reply["mode"] == "spec" and reply["stats"]["tokens"] == 8
+    described = daemon.daemon.runtime.describe()  # what it runs, named as local --json names it
+    assert {k: reply[k] for k in ("model", "device", "dtype", "head")} == \
+        {k: described[k] for k in ("model", "device", "dtype", "head")}
     assert reply["stats"]["reused_prefix_tokens"] == 0 and direct.stats.reused_prefix_tokens > 0  # the same document
 
     code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
