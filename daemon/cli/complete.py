@@ -160,14 +160,15 @@ def run(args) -> int:
 
 
 def _language(args) -> LanguageSpec | None:
-    """The file's language: --language's, else its suffix's; None (a neutral region and no name in the prompt) for
-    one nestling has no grammar for, with a warning where --language named it or the file is stdin."""
-    language = find_language(args.language, None if args.language else str(args.file))
-    if language is None and (args.language or args.file == STDIN):
+    """The file's language: --language's, else its suffix's (as the daemon finds it); None (a neutral region) where
+    neither names one nestling has a grammar for, with a warning where --language named one or the file is stdin."""
+    named = find_language(args.language) if args.language else None
+    language = named or find_language(None, None if args.file == STDIN else str(args.file))
+    if named is None and (args.language or args.file == STDIN):
         known = ", ".join(sorted({i for spec in language_table().values() for i in spec.language_ids}))
         said = f"--language {args.language!r}: no grammar for it" if args.language else "stdin: give --language"
-        print(f"nestling complete: warning: {said} (those with one: {known}); completing without its syntax",
-              file=sys.stderr)
+        fallback = f"using its suffix's, {language.name}" if language else "completing without its syntax"
+        print(f"nestling complete: warning: {said} (those with one: {known}); {fallback}", file=sys.stderr)
     return language
 
 

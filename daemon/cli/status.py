@@ -100,7 +100,7 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
     return [
         f"nestling daemon{f' (pid {pid})' if pid else ''} serving at {address}",
         f"model     {stats.model} on {stats.device} ({stats.dtype}{', packed weights' if stats.packed_weights else ''});"
-        f" head {stats.head}{' (not used: --mode ar)' if stats.mode == 'ar' else ''}",
+        f" head {stats.head}{f' (not used: --mode {stats.mode})' if stats.mode in ('ar', 'lookup') else ''}",
         f"mode      {_mode(stats)}",
         f"exact     {_exactness(stats)}",
         f"uptime    {_duration(stats.uptime_s)}; " + (f"{stats.requests} completions, mean tau {stats.mean_tau:.2f}"

@@ -82,6 +82,9 @@ def run(args) -> int:
     if args.head is not None:
         raise ValueError("train-head trains a head and drafts with none: drop --head (--init-head DIR starts the "
                          "training from a trained head)")
+    args.out = args.out.expanduser()  # (a quoted ~ is the user's home, as for --corpus, in every check and write)
+    if args.cache_dir is not None:
+        args.cache_dir = str(Path(args.cache_dir).expanduser())
     data = DataConfig(**{f.name: getattr(args, f.name) for f in fields(DataConfig)})
     train = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if f.name != "seed"})
     check_settings(data, train)
@@ -108,23 +111,26 @@ def run(args) -> int:
 # what train-head writes in --out (and the .tmp files it writes them through): a folder holding anything else is not
 # one of its runs
 RUN_FILES = {"head", "checkpoint.pt", "draft_vocab.pt", "training.json", "learning_curve.json"}
-LOG_SUFFIXES = {".log", ".out", ".err"}  # a run's output sent there (`> OUT/train.log`, nohup.out) is no stranger
+# a run's output sent there (`> OUT/train.log`, nohup.out, a rotated train.log.1) is no stranger
+LOG_FILE = re.compile(r".*\.(log|out|err)(\.\d+)?")
+CACHE_DEPTH = 3  # how deep in --out an earlier sitting's --cache-dir is looked for
 
 
-def _is_cache(folder: Path) -> bool:
-    """Whether `folder` is a --cache-dir (its train/ or held_out/ shards' manifest), or one of those two."""
-    return any((folder / part / "manifest.json").is_file() for part in ("train", "held_out")) or \
-        (folder.name in ("train", "held_out") and (folder / "manifest.json").is_file())
+def _holds_cache(folder: Path) -> bool:
+    """Whether `folder` is, or holds within CACHE_DEPTH levels, a --cache-dir (or its train/ or held_out/ part)."""
+    patterns = [f"{'*/' * depth}{part}manifest.json" for depth in range(CACHE_DEPTH)
+                for part in ("train/", "held_out/", "")]
+    return any(path.parent.name in ("train", "held_out") for pattern in patterns for path in folder.glob(pattern))
 
 
 def _stranger(entry: Path, cache: Path | None) -> bool:
-    """Whether an entry of --out is none of a run's: its files, its log, a cache (this run's or an earlier one's) or
-    a folder above this run's cache, or a hidden file (.DS_Store)."""
-    if entry.name.removesuffix(".tmp") in RUN_FILES or _is_cache(entry):
+    """Whether an entry of --out is none of a run's: its files, its logs, a cache (this run's or an earlier one's) or
+    a folder holding one, or a hidden file (.DS_Store)."""
+    if entry.name.removesuffix(".tmp") in RUN_FILES:
         return False
-    if entry.is_file() and (entry.name.startswith(".") or entry.suffix in LOG_SUFFIXES):
-        return False
-    return not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents))
+    if entry.is_file():
+        return not (entry.name.startswith(".") or LOG_FILE.fullmatch(entry.name))
+    return not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents) or _holds_cache(entry))
 
 
 def check_out_folder(out: Path, cache_dir: str | None) -> None:
@@ -147,6 +153,9 @@ def check_out_folder(out: Path, cache_dir: str | None) -> None:
                              "there)")
         if foreign:
             listed = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
+            if (out / "checkpoint.pt").exists():  # a run's folder with something else in it
+                raise ValueError(f"--out {out}: holds {listed} beside a train-head run's files; move {listed} away "
+                                 "to resume the run there")
             raise ValueError(f"--out {out}: holds {listed}, not a train-head run's files; give a new or empty folder "
                              f"(train-head writes {', '.join(sorted(RUN_FILES))} there)")
     for folder, cannot in ((out, f"--out {out}: cannot write there"), (out / "head", f"--out {out}: cannot write in "

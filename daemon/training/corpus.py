@@ -35,17 +35,20 @@ class Skipped:
 
     small: int = 0  # under MIN_FILE_BYTES
     large: int = 0  # over MAX_FILE_BYTES
-    not_utf8: int = 0
+    not_utf8: int = 0  # (counted after deduplication: the others before, their content is never read)
     unreadable: int = 0
 
     def sentence(self) -> str | None:
         """What was left out and why, for the user (None when nothing was)."""
-        parts = [f"{count} {what}" for count, what in (
-            (self.small, f"under {MIN_FILE_BYTES} bytes"), (self.large, f"over {MAX_FILE_BYTES // 1000} KB"),
-            (self.not_utf8, "not UTF-8"), (self.unreadable, "unreadable")) if count]
         total = self.small + self.large + self.not_utf8 + self.unreadable
-        return f"corpus: {total} source files left out ({', '.join(parts)}): no prompts are cut from them" \
+        return f"corpus: {total} source files left out ({self.reasons()}): no prompts are cut from them" \
             if total else None
+
+    def reasons(self) -> str:
+        """`2 under 200 bytes, 1 not UTF-8`: the counts by reason, in words."""
+        return ", ".join(f"{count} {what}" for count, what in (
+            (self.small, f"under {MIN_FILE_BYTES} bytes"), (self.large, f"over {MAX_FILE_BYTES // 1000} KB"),
+            (self.not_utf8, "not UTF-8"), (self.unreadable, "unreadable")) if count)
 
     def as_dict(self) -> dict[str, int]:
         return {name: count for name, count in vars(self).items() if count}

@@ -94,11 +94,12 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     if skipped.sentence():
         log.log(NOTICE, skipped.sentence())
     train_files, held_files = split_held_out(files, config.held_out_fraction)
+    held_files = [f for f in held_files if f.utf8]  # (the others are in the split, and the signature, as they were)
     budget = FimBudget(prefix_tokens=config.prefix_tokens, suffix_tokens=config.suffix_tokens)
     tok, fim = target.tokenizer, target.fim_tokens
     # Only as many files as the sample budget needs (a random, seeded choice): tokenizing is not free.
     random.Random(config.seed).shuffle(train_files)
-    train_files = train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1]
+    train_files = [f for f in train_files[: int(config.max_samples / config.samples_per_file * 1.25) + 1] if f.utf8]
     train_samples = make_samples(tok, fim, train_files, config.samples_per_file, budget, config.seed,
                                  config.body_fraction)
     train_samples = batching_order(train_samples[: config.max_samples], config.gen_batch, config.seed)
@@ -107,11 +108,11 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     held_samples = make_samples(tok, fim, held_files, config.samples_per_file, budget, config.seed + 1,
                                 config.body_fraction)
     held_samples = batching_order(held_samples[: config.held_out_samples], config.gen_batch, config.seed)
-    usable = [f for f in files if f.utf8]
-    for kind, samples, count in (("training", train_samples, _count_usable(train_files)),
-                                 ("held-out", held_samples, _count_usable(held_files))):
+    usable = len(files) - skipped.not_utf8
+    for kind, samples, count in (("training", train_samples, len(train_files)), ("held-out", held_samples,
+                                                                                 len(held_files))):
         if not samples:  # found now, not after hours of distilling the other kind
-            raise ValueError(f"no {kind} prompts: {count} of the corpus's {len(usable)} files are {kind} files "
+            raise ValueError(f"no {kind} prompts: {count} of the corpus's {usable} files are {kind} files "
                              "(give a larger corpus, or another --held-out-fraction)")
     signature = hashlib.sha256("\n".join(f.digest for f in files).encode()).hexdigest()[:16]
     # What each cached sequence depends on. How many are made (max_samples, the time limit) is left out, so a
@@ -134,10 +135,9 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
     train = _distill_into(target, train_samples, config, caches[0], "distilling train", progress, should_stop)
     languages: dict[str, int] = {}
     for f in train_files:
-        if f.utf8:
-            languages[f.language] = languages.get(f.language, 0) + 1
+        languages[f.language] = languages.get(f.language, 0) + 1
     report = {
-        "files": len(usable), "train_files": _count_usable(train_files), "held_out_files": _count_usable(held_files),
+        "files": usable, "train_files": len(train_files), "held_out_files": len(held_files),
         "skipped_files": skipped.as_dict(), "languages": languages, "train_sequences": len(train),
         "train_tokens": sum(s.tokens.numel() for s in train),
         "train_continuation_tokens": sum(s.tokens.numel() - s.prompt_length for s in train),
@@ -145,10 +145,6 @@ def prepare_data(target: TargetModel, config: DataConfig, progress: bool = True,
         "prompt_kinds": {"train": _kinds(train_samples), "held_out": _kinds(held_samples)},
     }
     return train, held, report
-
-
-def _count_usable(files) -> int:
-    return sum(f.utf8 for f in files)
 
 
 def _kinds(samples) -> dict[str, int]:
@@ -373,10 +369,18 @@ def _trained_with(card: dict) -> str:
     if len(sittings) < 2:
         return f"- Trained with: `{card['command']}`"
     lines = [f"- Trained in {len(sittings)} sittings (the same command resumes where the last stopped):"]
-    lines += [f"  - steps {s.get('from_step')} to {s.get('to_step')}: {_quoted(s.get('command'))} on {s.get('device')} "
-              f"({s.get('dtype')}), {s.get('started', '')}, data time {s.get('data_seconds')} s{_ended(s)}"
-              for s in sittings]
+    lines += [_sitting_line(s) for s in sittings]
     return "\n".join(lines)
+
+
+def _sitting_line(sitting: dict) -> str:
+    """One sitting: its steps, command, device, start and data time, and why it ended (what was recorded of them: a
+    checkpoint from before sittings were kept has only the steps)."""
+    where = f" on {sitting['device']} ({sitting.get('dtype')})" if sitting.get("device") else ""
+    when = f", {sitting['started']}" if sitting.get("started") else ""
+    data = f", data time {sitting['data_seconds']} s" if "data_seconds" in sitting else ""
+    return (f"  - steps {sitting.get('from_step')} to {sitting.get('to_step')}: {_quoted(sitting.get('command'))}"
+            f"{where}{when}{data}{_ended(sitting)}")
 
 
 def _quoted(command: str | None) -> str:
@@ -393,7 +397,7 @@ def _ended(record: dict) -> str:
 
 def _left_out(corpus: dict) -> str:
     skipped = corpus.get("skipped_files")  # (cards from before it was recorded lack it)
-    return f"; left out: {', '.join(f'{n} {why}' for why, n in skipped.items())}" if skipped else ""
+    return f"; left out: {Skipped(**skipped).reasons()}" if skipped else ""
 
 
 def weights_digest(model: torch.nn.Module) -> str:

@@ -250,8 +250,11 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
     checkpoint = out_dir / "checkpoint.pt"
     if resume and checkpoint.exists():
         state = _resume(checkpoint, head, optimizer, device)
-        _say_what_resumes(state, config, checkpoint)
     rescore = _rescore_on_resume(state, config, held_out_digest(held_out))
+    if resume and checkpoint.exists():
+        _say_what_resumes(state, config, checkpoint)
+    if state.step and not state.sittings:  # a checkpoint from before sittings were kept: its steps are one sitting
+        state.sittings.append({"from_step": 0, "to_step": state.step})
     state.sittings.append({**(sitting or {}), "from_step": state.step, "to_step": state.step})
     evaluations = len(state.history)
     rng = random.Random(config.seed + state.step)
@@ -282,24 +285,30 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
             bar.update(1)
             bar.set_postfix(loss=f"{metrics.loss:.3f}", top1=f"{metrics.agreement[0]:.3f}")
             if state.step % config.eval_every == 0 or state.step == config.max_steps:
+                if state.step == config.max_steps:  # (known before the evaluation: its checkpoint keeps it)
+                    _end_sitting(state, config, "max_steps")
                 if _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head,
                                             device, compute_dtype, started, extra_config):
                     reason = "patience"
                     break
     bar.close()
-    ended = STOP_REASONS[reason].format(**asdict(config))
-    state.stop_reason = reason
-    state.sittings[-1].update(stop_reason=reason, ended=ended)
-    tqdm.write(f"step {state.step}: {ended}"
+    _end_sitting(state, config, reason)
+    tqdm.write(f"step {state.step}: {state.sittings[-1]['ended']}"
                + ("; evaluating and saving a checkpoint (the same command resumes)" if reason == "signal" else ""))
     if not state.history or state.history[-1]["step"] != state.step:
         _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, full_lm_head, device,
                                  compute_dtype, started, extra_config)
     elif evaluations == len(state.history):  # a sitting that neither trained nor scored: not one to list
         state.sittings.pop()
-    else:  # evaluated at its last step already: the checkpoint gains why the sitting ended
+    elif reason in ("time_limit", "signal"):  # found after the last step's evaluation: the checkpoint gains why
         _save(head, optimizer, state, config, out_dir, extra_config)
     return state
+
+
+def _end_sitting(state: TrainState, config: TrainConfig, reason: str) -> None:
+    """Record why this sitting ends (one of STOP_REASONS), in the state and in words in its sittings entry."""
+    state.stop_reason = reason
+    state.sittings[-1].update(stop_reason=reason, ended=STOP_REASONS[reason].format(**asdict(config)))
 
 
 def _limit_reached(state: TrainState, config: TrainConfig, started: float) -> str:
@@ -314,8 +323,8 @@ def _limit_reached(state: TrainState, config: TrainConfig, started: float) -> st
 def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) -> None:
     """One line on the run a checkpoint holds, and one more when it cannot go on as the user may expect."""
     trained = f"{state.train_seconds:.0f} s" if state.train_seconds < 120 else f"{state.train_seconds / 60:.0f} min"
-    tqdm.write(f"resuming from {checkpoint} at step {state.step} ({trained} trained, best held-out chain tau "
-               f"{state.best_chain_tau})")
+    best = f"best held-out chain tau {state.best_chain_tau:.3f}" if state.best_chain_tau else "scored again first"
+    tqdm.write(f"resuming from {checkpoint} at step {state.step} ({trained} trained, {best})")
     if state.step >= config.max_steps:
         tqdm.write(f"it is at --max-steps {config.max_steps} already: no more steps (a larger --max-steps goes on)")
     elif config.time_limit_s and state.train_seconds >= config.time_limit_s:
@@ -329,8 +338,11 @@ def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) 
 def _rescore_on_resume(state: TrainState, config: TrainConfig, digest: str) -> bool:
     """Whether the resumed head must be scored again before its scores are compared: the scores so far counted
     other draft steps or another held-out set. Sets the state's eval_steps and held_out to this run's."""
-    if not state.held_out:  # a checkpoint from before the set was recorded: its rows are taken as this set's
+    if not state.held_out:  # a checkpoint from before the set was recorded: its rows are taken as this set's, and
+        # those since it last re-scored other draft steps as the comparable ones (the heads before are gone)
         state.history = [{**row, "held_out": row.get("held_out", digest)} for row in state.history]
+        other = [i for i, row in enumerate(state.history) if len(row.get("agreement", [])) != state.eval_steps]
+        state.scores_from = other[-1] + 1 if other and state.eval_steps else 0
     causes = []
     if state.history and state.eval_steps != config.eval_steps:
         causes.append(f"counted {state.eval_steps or 'the trained'} draft steps, this run counts {config.eval_steps}")
@@ -389,6 +401,8 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
         state.evals_without_gain = 0
     else:
         state.evals_without_gain += 1
+    if state.evals_without_gain >= config.patience and state.sittings:  # (known before the save: it keeps it)
+        _end_sitting(state, config, "patience")
     _save(head, optimizer, state, config, out_dir, extra_config, best_row=row if improved else None)
     return state.evals_without_gain >= config.patience
 

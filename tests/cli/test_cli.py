@@ -273,6 +273,8 @@ def test_status_names_the_daemons_decoding_mode():
     plain = describe(pb.GetStatsResponse(model="m", head="untrained", mode="ar", dtype="bfloat16", device="cpu"),
                      "unix:/run/daemon.sock", None)  # (QA: it spoke of the head and of trees, neither of them used)
     assert plain[1].endswith("head untrained (not used: --mode ar)")
+    looked_up = describe(pb.GetStatsResponse(model="m", head="h", mode="lookup"), "unix:/run/daemon.sock", None)
+    assert looked_up[1].endswith("head h (not used: --mode lookup)")
     assert "exact     by construction: plain decoding (--mode ar) verifies no trees" in plain
     assert "uptime    0 min 00 s; no completions yet" in plain and "latency   none measured yet (no completions)" in plain
     assert mode_line(model="loading") == "mode      unknown until the model is loaded"
@@ -657,16 +659,19 @@ def test_an_out_folder_of_a_run_or_holding_the_cache_is_taken_and_one_that_canno
 
     run = tmp_path / "run"
     for name in ("head/config.json", "checkpoint.pt", "checkpoint.pt.tmp", "draft_vocab.pt", "training.json",
-                 "learning_curve.json", ".DS_Store", "data/cache/train/manifest.json", "train.log", "nohup.out"):
+                 "learning_curve.json", ".DS_Store", "data/cache/train/manifest.json", "train.log", "nohup.out",
+                 "train.log.1"):
         (run / name).parent.mkdir(parents=True, exist_ok=True)
         (run / name).write_text("")
     check_out_folder(run, str(run / "data" / "cache"))  # a run's own files, and the folder its cache is in
     check_out_folder(run / "data", None)  # a cache an earlier sitting kept there (QA: it was "holds cache/")
+    check_out_folder(run, None)  # and one deeper in (review: "holds data/")
     check_out_folder(run / "data" / "cache", str(run / "data" / "cache"))  # --out and --cache-dir one folder (QA)
     for stranger in ("notes.txt", ".git/config"):  # (QA: both were taken)
         (run / stranger).parent.mkdir(exist_ok=True)
         (run / stranger).write_text("")
-        with pytest.raises(ValueError, match=f"holds {stranger.split('/')[0] + '/' * ('/' in stranger)}, not a"):
+        with pytest.raises(ValueError, match=f"holds {stranger.split('/')[0] + '/' * ('/' in stranger)} beside a "
+                                             "train-head run's files; move .* away to resume the run there"):
             check_out_folder(run, str(run / "data" / "cache"))
         (run / stranger).unlink()
     (run / ".git").rmdir()
@@ -780,6 +785,10 @@ def test_complete_reads_stdin_for_a_dash_with_the_language_given(model_dir, sour
     unknown = subprocess.run([*run, "--language", "COBOL", *map(str, flags)], input=source.read_text(),
                              capture_output=True, text=True, timeout=300)
     assert "warning: --language 'cobol': no grammar for it" in unknown.stderr, unknown.stderr
+    assert "completing without its syntax" in unknown.stderr
+    suffixed = nestling("complete", source, "--language", "cobol", *flags)  # the file's suffix, as the daemon takes it
+    assert suffixed.returncode == 0 and "using its suffix's, python" in suffixed.stderr, suffixed.stderr
+    assert json.loads(suffixed.stdout)["region"] == json.loads(named.stdout)["region"]
     upper = subprocess.run([*run, "--language", "Python", *map(str, flags)], input=source.read_text(),
                            capture_output=True, text=True, timeout=300)
     assert upper.returncode == 0 and json.loads(upper.stdout)["region"] == json.loads(named.stdout)["region"]

@@ -383,6 +383,30 @@ def test_a_resume_scoring_other_draft_steps_rescores_the_head_before_comparing(t
     assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=False)["state"]["eval_steps"] == 2
 
 
+def test_a_checkpoint_from_before_sittings_and_held_out_sets_were_kept_resumes_with_its_steps_and_best(tmp_path,
+                                                                                                      target, corpus):
+    """(Review: resumed, such a checkpoint's card listed only the new sitting, and the best could be a row scored
+    before an earlier re-scoring, whose head was gone.)"""
+    data = DataConfig(corpus=[str(corpus)], cache_dir=str(tmp_path / "cache"), **DATA)
+    config = TrainConfig(unroll=2, eval_steps=3, max_steps=4, eval_every=2, batch_tokens=1024, autocast=False,
+                         warmup=2)
+    run_training(target, data, config, tmp_path / "out", progress=False)
+    run_training(target, data, replace(config, eval_steps=2, max_steps=6), tmp_path / "out", progress=False)
+    checkpoint = tmp_path / "out" / "checkpoint.pt"
+    saved = torch.load(checkpoint, weights_only=False)
+    for key in ("held_out", "sittings", "stop_reason", "scores_from"):  # what the code before them wrote
+        del saved["state"][key]
+    saved["state"]["history"] = [{k: v for k, v in row.items() if k != "held_out"} for row in saved["state"]["history"]]
+    saved["state"]["best_chain_tau"] = 99.0  # (so the later rows cannot beat it: the best is read from the rows)
+    torch.save(saved, checkpoint)
+    card = run_training(target, data, replace(config, eval_steps=2, max_steps=8), tmp_path / "out", command="now",
+                        progress=False)
+    assert card["scores_from"] == 2 and card["best"] in card["learning_curve"][2:]
+    assert [(s.get("command"), s["from_step"], s["to_step"]) for s in card["sittings"]] == [(None, 0, 6),
+                                                                                            ("now", 6, 8)]
+    assert "  - steps 0 to 6: (command not recorded)\n" in (tmp_path / "out" / "head" / "CARD.md").read_text()
+
+
 def test_the_best_evaluation_is_the_best_among_those_counting_this_runs_draft_steps():
     three = {"step": 2, "agreement": [0.9, 0.8, 0.7], "chain_tau": 3.1}  # an earlier sitting scored three steps
     two = [{"step": 4, "agreement": [0.5, 0.3], "chain_tau": 1.7}, {"step": 6, "agreement": [0.6, 0.4], "chain_tau": 1.9}]
