@@ -35,7 +35,8 @@ def held_out_sequences(cache: Path) -> tuple[list, dict]:
 def score(head_dir: str, target, held_out: list, manifest: dict, config: TrainConfig) -> dict:
     """train-head's held-out metrics of the head in `head_dir` on `held_out` (attached to `target`)."""
     if manifest.get("model") not in (None, target.name):
-        raise SystemExit(f"the cache was distilled from {manifest['model']}, not {target.name}")
+        raise SystemExit(f"the cache was distilled from {manifest['model']}, not {target.name}: give --model, the "
+                         "train-head run's")
     head = load_head(head_dir, target)
     cached_layers = tuple(manifest.get("feature_layers", ()))
     if head.feature_layers and head.feature_layers != cached_layers:
@@ -57,14 +58,17 @@ def main() -> int:
     parser.add_argument("--eval-steps", "--unroll", type=int, default=TrainConfig.eval_steps,
                         help="draft steps scored, each head's own output fed back after the first (train-head's "
                              "--eval-steps; default %(default)s)")
-    parser.add_argument("--batch-tokens", type=int, default=2048, help="tokens per evaluation batch")
+    parser.add_argument("--batch-tokens", type=int, default=TrainConfig.batch_tokens,
+                        help="tokens per evaluation batch (train-head's --batch-tokens; default %(default)s)")
+    parser.add_argument("--autocast", choices=("true", "false"), default="true",
+                        help="bfloat16 matmuls where the hardware has them (train-head's --autocast; default true)")
     parser.add_argument("--model", default=None, help="the target (default: the embedded default model)")
     args = parser.parse_args()
     if args.eval_steps < 1:
         parser.error("--eval-steps must be at least 1")
     held_out, manifest = held_out_sequences(args.cache)
     target = load_target(args.model)
-    config = TrainConfig(eval_steps=args.eval_steps, batch_tokens=args.batch_tokens)
+    config = TrainConfig(eval_steps=args.eval_steps, batch_tokens=args.batch_tokens, autocast=args.autocast == "true")
     for head_dir in args.heads:
         print(json.dumps({**score(head_dir, target, held_out, manifest, config), "sequences": len(held_out)}),
               flush=True)

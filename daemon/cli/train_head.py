@@ -111,8 +111,8 @@ def run(args) -> int:
 # what train-head writes in --out (and the .tmp files it writes them through): a folder holding anything else is not
 # one of its runs
 RUN_FILES = {"head", "checkpoint.pt", "draft_vocab.pt", "training.json", "learning_curve.json"}
-# a run's output sent there (`> OUT/train.log`, nohup.out, a rotated train.log.1) is no stranger
-LOG_FILE = re.compile(r".*\.(log|out|err)(\.\d+)?")
+# a run's output sent there (`> OUT/train.log`, nohup.out, a rotated train.log.1, `| tee OUT/log.txt`) is no stranger
+LOG_FILE = re.compile(r".*\.(log|out|err)(\.\d+)?|.*log\.txt", re.IGNORECASE)
 CACHE_DEPTH = 3  # how deep in --out an earlier sitting's --cache-dir is looked for
 
 
@@ -133,6 +133,18 @@ def _stranger(entry: Path, cache: Path | None) -> bool:
     return not (cache and (entry.resolve() == cache or entry.resolve() in cache.parents) or _holds_cache(entry))
 
 
+def _is_head(folder: Path) -> bool:
+    """Whether a folder with a config.json holds an EAGLE head (one decoder layer), not a model."""
+    try:
+        return json.loads((folder / "config.json").read_text()).get("num_hidden_layers") == 1
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _weights_folder(folder: Path) -> str:
+    return "is a head's folder" if _is_head(folder) else "is a model's folder (it holds config.json)"
+
+
 def check_out_folder(out: Path, cache_dir: str | None) -> None:
     """A ValueError before the model loads when --out holds files of something else than a train-head run (a project,
     a model's or head's folder), when --cache-dir lies in OUT/head, or when --out, its head/ or --cache-dir exists but
@@ -140,6 +152,8 @@ def check_out_folder(out: Path, cache_dir: str | None) -> None:
     cache = Path(cache_dir).expanduser().resolve() if cache_dir else None
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise ValueError(f"--cache-dir {cache_dir}: exists and is not a folder")
+    if cache and (cache / "config.json").is_file():  # (QA: shards were written into the target model's folder)
+        raise ValueError(f"--cache-dir {cache_dir}: {_weights_folder(cache)}: give a folder of the cache's own")
     head = (out / "head").resolve()
     if cache and (cache == head or head in cache.parents):
         raise ValueError(f"--cache-dir {cache_dir}: lies in the head's folder {out / 'head'}, which holds the head "
@@ -147,10 +161,9 @@ def check_out_folder(out: Path, cache_dir: str | None) -> None:
     if out.is_dir():
         foreign = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir()
                          if _stranger(entry, cache))
-        if {"config.json", "model.safetensors"} <= {name.rstrip("/") for name in foreign}:
-            raise ValueError(f"--out {out}: holds a model's or head's weights (config.json, model.safetensors), not a "
-                             f"train-head run's files; give a new folder (--init-head {out} fine-tunes a head kept "
-                             "there)")
+        if (out / "config.json").is_file() and "config.json" in foreign:
+            raise ValueError(f"--out {out}: {_weights_folder(out)}, not a train-head run's; give a new folder"
+                             + (f" (--init-head {out} fine-tunes that head)" if _is_head(out) else ""))
         if foreign:
             listed = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
             if (out / "checkpoint.pt").exists():  # a run's folder with something else in it

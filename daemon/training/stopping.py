@@ -8,6 +8,7 @@ returns, so the same command resumes. A second signal acts as it would have with
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 
 
@@ -45,6 +46,8 @@ class StopSignal:
         was ignored (SIGINT in a job a script ran in the background), as by default: it was sent twice to stop."""
         previous = self._previous.get(number, signal.SIG_DFL)
         self._restore()
+        print("\nstopping now: what is saved stays (the last checkpoint, the cached shards)", file=sys.stderr,
+              flush=True)
         if callable(previous):
             previous(number, frame)  # (Python's default_int_handler raises KeyboardInterrupt)
         elif number == signal.SIGINT:

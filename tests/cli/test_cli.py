@@ -642,11 +642,11 @@ def test_train_head_refuses_an_out_folder_of_something_else_before_loading_anyth
             "new or empty folder") in result.stderr
     head = tmp_path / "head"
     head.mkdir()
-    (head / "config.json").write_text("{}")
+    (head / "config.json").write_text('{"num_hidden_layers": 1}')
     (head / "model.safetensors").write_text("")
     result = nestling("train-head", "--out", head)
-    assert result.returncode == 2 and "holds a model's or head's weights" in result.stderr, result.stderr
-    assert f"(--init-head {head} fine-tunes a head kept there)" in result.stderr
+    assert result.returncode == 2 and "is a head's folder" in result.stderr, result.stderr
+    assert f"(--init-head {head} fine-tunes that head)" in result.stderr
     assert sorted(p.name for p in head.iterdir()) == ["config.json", "model.safetensors"]
 
 
@@ -660,7 +660,7 @@ def test_an_out_folder_of_a_run_or_holding_the_cache_is_taken_and_one_that_canno
     run = tmp_path / "run"
     for name in ("head/config.json", "checkpoint.pt", "checkpoint.pt.tmp", "draft_vocab.pt", "training.json",
                  "learning_curve.json", ".DS_Store", "data/cache/train/manifest.json", "train.log", "nohup.out",
-                 "train.log.1"):
+                 "train.log.1", "log.txt", "train_log.txt"):
         (run / name).parent.mkdir(parents=True, exist_ok=True)
         (run / name).write_text("")
     check_out_folder(run, str(run / "data" / "cache"))  # a run's own files, and the folder its cache is in
@@ -677,6 +677,14 @@ def test_an_out_folder_of_a_run_or_holding_the_cache_is_taken_and_one_that_canno
     (run / ".git").rmdir()
     with pytest.raises(ValueError, match="--cache-dir .*run/head/cache: lies in the head's folder"):
         check_out_folder(run, str(run / "head" / "cache"))
+    model = tmp_path / "model"  # (QA: the cache's shards were written into the target model's folder)
+    model.mkdir()
+    (model / "config.json").write_text('{"num_hidden_layers": 24}')
+    with pytest.raises(ValueError, match="--cache-dir .*model: is a model's folder"):
+        check_out_folder(tmp_path / "new", str(model))
+    with pytest.raises(ValueError, match=r"--out .*model: is a model's folder \(it holds config.json\), not a "
+                                         r"train-head run's; give a new folder$"):
+        check_out_folder(model, None)  # (no --init-head hint: a model is no head to fine-tune)
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")

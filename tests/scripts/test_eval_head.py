@@ -77,3 +77,18 @@ def test_a_fused_head_on_a_cache_without_its_features_or_no_cache_at_all_is_refu
         target.use_feature_layers(())
     with pytest.raises(SystemExit, match="no cached held-out shards"):
         script.held_out_sequences(tmp_path)
+
+
+def test_its_command_line_takes_train_heads_autocast_and_batch_settings(runs):
+    """(It always scored in bfloat16 where the CPU has it: a run trained with --autocast false scored otherwise: QA.)"""
+    import subprocess
+    import sys
+
+    root, _ = runs
+    command = [sys.executable, str(SCRIPT), str(root / "plain" / "cache"), str(root / "plain" / "out" / "head"),
+               "--model", str(root / "model"), "--eval-steps", str(TRAIN.eval_steps),
+               "--batch-tokens", str(TRAIN.batch_tokens), "--autocast", "false"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    scored = json.loads(result.stdout.splitlines()[-1])
+    assert scored["chain_tau"] == pytest.approx(best(root / "plain")["chain_tau"], abs=1e-3)

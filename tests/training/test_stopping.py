@@ -31,7 +31,7 @@ def test_leaving_it_restores_the_handlers_it_replaced():
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
-def test_a_second_signal_stops_even_where_the_signal_was_ignored_before():
+def test_a_second_signal_stops_even_where_the_signal_was_ignored_before(capsys):
     """(A job a script runs in the background inherits SIGINT ignored: the first kill -INT stopped train-head after
     the step in progress, as it should, but the second one was ignored again and it went on evaluating: QA.)"""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -43,5 +43,6 @@ def test_a_second_signal_stops_even_where_the_signal_was_ignored_before():
                 os.kill(os.getpid(), signal.SIGINT)
                 signal.pthread_sigmask(signal.SIG_BLOCK, [])  # (a bytecode boundary for the handler to run at)
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        assert "stopping now: what is saved stays" in capsys.readouterr().err  # (QA: it stopped without a word)
     finally:
         signal.signal(signal.SIGINT, previous)

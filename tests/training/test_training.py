@@ -274,7 +274,9 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     card = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out",
                         command="test", progress=False)
     assert card["steps"] == 6 and len(card["learning_curve"]) == 2
-    assert (tmp_path / "out" / "head" / "CARD.md").read_text().startswith("# EAGLE head")
+    card_text = (tmp_path / "out" / "head" / "CARD.md").read_text()
+    assert card_text.startswith("# EAGLE head") and "languages python 31; signature" in card_text.replace("\n  ", " ")
+    assert "{" not in card_text.split("## Learning curve")[0]  # counts in words, not Python dicts (QA)
     from nestling.daemon.models.errors import HeadLoadError
 
     with pytest.raises(HeadLoadError, match="a train-head output folder, whose head is .*out/head: give that"):
@@ -298,7 +300,7 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     assert again["steps"] == 6
 
 
-def test_starting_over_sets_the_checkpoint_aside_only_once_the_data_is_ready(tmp_path, target, corpus):
+def test_starting_over_sets_the_checkpoint_aside_only_once_the_data_is_ready(tmp_path, target, corpus, caplog):
     """(--no-resume deleted the checkpoint and the draft vocabulary first; a cache made with other settings was then
     refused, and the run they belonged to was lost.)"""
     config = TrainConfig(unroll=1, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False, warmup=1)
@@ -309,8 +311,11 @@ def test_starting_over_sets_the_checkpoint_aside_only_once_the_data_is_ready(tmp
     with pytest.raises(ValueError, match="the cache was made from another"):
         run_training(target, other, config, tmp_path / "out", progress=False, resume=False)
     assert {name: (tmp_path / "out" / name).read_bytes() for name in kept} == kept
+    caplog.set_level("INFO", logger="nestling.daemon.training.pipeline")
     card = run_training(target, data, replace(config, max_steps=1), tmp_path / "out", progress=False, resume=False)
     assert card["steps"] == 1  # started over (resumed, it would have had its 2 steps already)
+    assert any("--no-resume: " in r.getMessage() and "are replaced by this run's" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_a_signal_while_distilling_keeps_what_was_distilled_and_the_same_command_goes_on(tmp_path, target, corpus,
@@ -336,6 +341,10 @@ def test_a_signal_while_distilling_keeps_what_was_distilled_and_the_same_command
     monkeypatch.setattr(pipeline, "distill", distill)
     card = run_training(target, data, config, tmp_path / "out", progress=False)
     assert card["corpus"]["train_sequences"] == 48 and card["steps"] == 4 and not card["stopped_by_signal"]
+    monkeypatch.setattr(pipeline, "distill", interrupted)  # without a cache nothing goes on: it says so (QA)
+    with pytest.raises(TrainingStopped, match=r"nothing was kept \(no --cache-dir\); the same command distils again "
+                                              r"from the start"):
+        run_training(target, replace(data, cache_dir=None), config, tmp_path / "other", progress=False)
 
 
 def test_a_signal_while_training_checkpoints_the_step_reached_and_the_same_command_resumes(tmp_path, target, corpus,
