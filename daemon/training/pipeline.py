@@ -176,6 +176,9 @@ def starting_head(target: TargetModel, data: DataConfig, out_dir: Path,
         return init.attach(target)
     vocab_path = out_dir / "draft_vocab.pt"
     draft_ids = None
+    if data.draft_vocab >= target.config.vocab_size:
+        log.log(NOTICE, f"--draft-vocab {data.draft_vocab} is not below {target.name}'s vocabulary of "
+                        f"{target.config.vocab_size} tokens: the head drafts over the whole vocabulary")
     if data.draft_vocab and data.draft_vocab < target.config.vocab_size:
         draft_ids = saved_draft_vocabulary(vocab_path, data.draft_vocab)
         if draft_ids is None:

@@ -248,11 +248,14 @@ def train_head(head: EagleHead, train_set: list[DistilledSequence], held_out: li
         raise ValueError("no training sequences")
     state = TrainState()
     checkpoint = out_dir / "checkpoint.pt"
+    saved_config = None
     if resume and checkpoint.exists():
-        state = _resume(checkpoint, head, optimizer, device)
+        state, saved_config = _resume(checkpoint, head, optimizer, device)
     rescore = _rescore_on_resume(state, config, held_out_digest(held_out))
-    if resume and checkpoint.exists():
+    if saved_config is not None:
         _say_what_resumes(state, config, checkpoint)
+        if changed := _changed_settings(saved_config, config):
+            tqdm.write(f"settings other than the checkpoint's: {changed} (they apply from step {state.step} on)")
     if state.step and not state.sittings:  # a checkpoint from before sittings were kept: its steps are one sitting
         state.sittings.append({"from_step": 0, "to_step": state.step})
     state.sittings.append({**(sitting or {}), "from_step": state.step, "to_step": state.step})
@@ -371,14 +374,27 @@ def read_checkpoint(checkpoint: Path, device="cpu") -> dict:
             from None
 
 
-def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> TrainState:
-    """Load a checkpoint into `head` and `optimizer`; a ValueError naming it when it is unreadable or was made for
-    another head (other feature layers, draft vocabulary or starting head)."""
+# the settings that shape the training from step to step: a resume that changes one is said (not refused)
+STEP_SETTINGS = ("unroll", "step_decay", "reg_weight", "cls_weight", "noise", "prompt_weight", "lr", "warmup", "clip",
+                 "batch_tokens", "init_lr_scale", "autocast")
+
+
+def _changed_settings(saved: dict, config: TrainConfig) -> str:
+    """`--lr 0.0003 -> 0.0001, --unroll 3 -> 2`: the STEP_SETTINGS a resume changes ("" for none)."""
+    now = asdict(config)
+    return ", ".join(f"--{name.replace('_', '-')} {saved[name]} -> {now[name]}" for name in STEP_SETTINGS
+                     if name in saved and saved[name] != now[name])
+
+
+def _resume(checkpoint: Path, head: EagleHead, optimizer, device) -> tuple[TrainState, dict]:
+    """Load a checkpoint into `head` and `optimizer`: (its state, the settings it was trained with); a ValueError
+    naming it when it is unreadable or was made for another head (other feature layers, draft vocabulary or starting
+    head)."""
     saved = read_checkpoint(checkpoint, device)
     try:
         head.load_state_dict(saved["head"], strict=False)
         optimizer.load_state_dict(saved["optimizer"])
-        return TrainState(**saved["state"])
+        return TrainState(**saved["state"]), saved["config"]
     except (RuntimeError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{checkpoint}: cannot resume from it ({short_reason(exc)}); start over with --no-resume") \
             from None

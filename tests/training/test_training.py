@@ -300,6 +300,17 @@ def test_train_head_end_to_end_saves_a_head_that_decodes_losslessly(tmp_path, ta
     assert again["steps"] == 6
 
 
+def test_a_draft_vocabulary_as_large_as_the_models_is_said_to_be_the_whole(tmp_path, target, corpus, caplog):
+    """(--draft-vocab 100000 on a small model drafted over the whole vocabulary without a word: QA.)"""
+    caplog.set_level("INFO", logger="nestling.daemon.training.pipeline")
+    config = TrainConfig(unroll=1, max_steps=1, eval_every=1, batch_tokens=1024, autocast=False, warmup=1)
+    data = DataConfig(corpus=[str(corpus)], **{**DATA, "draft_vocab": 100_000})
+    card = run_training(target, data, config, tmp_path / "out", progress=False)
+    assert card["draft_vocab_size"] == target.config.vocab_size
+    assert any(f"--draft-vocab 100000 is not below model's vocabulary of {target.config.vocab_size} tokens: the head "
+               "drafts over the whole vocabulary" in r.getMessage() for r in caplog.records)
+
+
 def test_starting_over_sets_the_checkpoint_aside_only_once_the_data_is_ready(tmp_path, target, corpus, caplog):
     """(--no-resume deleted the checkpoint and the draft vocabulary first; a cache made with other settings was then
     refused, and the run they belonged to was lost.)"""
@@ -724,6 +735,10 @@ def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path,
     again = run_training(target, data, config, tmp_path / "steps", progress=False)
     said = capsys.readouterr().out
     assert "resuming from" in said and "at --max-steps 2 already: no more steps" in said and again["steps"] == 2
+    assert "settings other than the checkpoint's" not in said
+    run_training(target, data, replace(config, max_steps=3, lr=1e-4, unroll=2), tmp_path / "steps", progress=False)
+    assert "settings other than the checkpoint's: --unroll 1 -> 2, --lr 0.0003 -> 0.0001 (they apply from step 2 on)" \
+        in capsys.readouterr().out  # (taken in silence before)
     assert len(again["sittings"]) == 1  # a sitting that did nothing is not listed
 
     timed = run_training(target, data, replace(config, max_steps=1000, time_limit_s=1e-9), tmp_path / "timed",
