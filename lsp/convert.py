@@ -76,10 +76,9 @@ def within_line(text: str, position: types.Position, encoding=types.PositionEnco
     """The position, its character taken back to its line's end where it lies past it ("If the character value is
     greater than the line length it defaults back to the line length", the LSP spec's Position). A line past the
     document's end is left as it is (offset_at says so)."""
-    lines = lsp_lines(text)
-    empty_last_line = not text or text.endswith(("\n", "\r"))
-    if position.line < 0 or position.character < 0 or position.line > len(lines) - (not empty_last_line):
+    if position.line >= line_count(text):
         return position
+    lines = lsp_lines(text)
     content = lines[position.line].rstrip("\r\n") if position.line < len(lines) else ""
     units = _split_line(content, 0, encoding)[2]
     if position.character <= units:

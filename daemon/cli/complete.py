@@ -89,18 +89,18 @@ def read_source(path: Path) -> str:
         data = sys.stdin.buffer.read() if path == STDIN else path.read_bytes()
     except OSError as exc:  # missing, a folder, unreadable
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    path = "stdin" if path == STDIN else path
+    name = "stdin" if path == STDIN else path  # (in messages)
     if b"\0" in data:
-        raise ValueError(f"{path} does not look like text (it has NUL bytes): give a source file")
+        raise ValueError(f"{name} does not look like text (it has NUL bytes): give a source file")
     sample = data[:TEXT_SAMPLE_BYTES].decode("utf-8-sig", errors="replace")
     literal = data[:TEXT_SAMPLE_BYTES].count("\ufffd".encode())  # U+FFFD written in the file itself
     invalid = sample.count("\ufffd") - literal
     if invalid * 4 > len(sample):  # (a Latin-1 letter or two in a comment is still text)
-        raise ValueError(f"{path} does not look like text ({invalid} of its first {len(sample)} characters are not "
+        raise ValueError(f"{name} does not look like text ({invalid} of its first {len(sample)} characters are not "
                          "UTF-8): give a source file in UTF-8")
     text = data.decode("utf-8-sig", errors="replace")
     if "\ufffd" in text and text.count("\ufffd") > data.count("\ufffd".encode()):
-        text = _not_utf8(path, data, text)
+        text = _not_utf8(name, data, text)
     return text
 
 
@@ -114,7 +114,7 @@ def raw_offset(raw: str, lf_offset: int) -> int:
     return offset
 
 
-def _not_utf8(path: Path, data: bytes, replaced: str) -> str:
+def _not_utf8(path: Path | str, data: bytes, replaced: str) -> str:
     """The text of a file with bytes that are not UTF-8, and a warning: read as Windows-1252 (Latin-1 where that has
     no character) where nothing in it makes UTF-8 (`caf\\xe9`: café), else with U+FFFD for the bytes that are not (a
     completion that copies those holds it). UTF-8 shows in a byte order mark or any character beyond ASCII that reads."""

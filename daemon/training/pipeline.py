@@ -303,7 +303,7 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
                                             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(wall_start)),
                                             "data_seconds": round(data_seconds, 1)})
     held_tokens = [t for s in held_out for t in s.tokens[s.prompt_length:].tolist()]
-    best = best_evaluation(state.history[state.scores_from:], train.eval_steps, state.held_out)
+    best = best_evaluation(state.history[state.scores_from:], train.eval_steps)
     card = {
         "model": target.name, "device": str(target.device), "dtype": str(target.dtype).removeprefix("torch."),
         "machine": platform.machine(), "torch": torch.__version__, "command": command,
@@ -324,12 +324,11 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
     return card
 
 
-def best_evaluation(history: list[dict], eval_steps: int, held_out: str | None = None) -> dict:
-    """The learning curve's best row among those scored on `eval_steps` draft steps (the saved head's) and, given
-    `held_out` (a held_out_digest), on that held-out set; {} if none. A chain tau over more steps is larger, and one
-    on another set is another measure: rows of a resumed run that scored otherwise are not comparable."""
-    rows = [r for r in history if len(r.get("agreement", [])) == eval_steps
-            and (held_out is None or r.get("held_out", held_out) == held_out)]
+def best_evaluation(history: list[dict], eval_steps: int) -> dict:
+    """The learning curve's best row among those scored on `eval_steps` draft steps (the saved head's), {} if none:
+    a chain tau over more steps is larger, so rows from a resumed run that scored other steps are not comparable
+    (the caller passes the rows since the last re-scoring: those before scored heads no longer saved)."""
+    rows = [r for r in history if len(r.get("agreement", [])) == eval_steps]
     return max(rows, key=lambda r: r.get("chain_tau", 0.0)) if rows else {}
 
 

@@ -341,9 +341,8 @@ def _say_what_resumes(state: TrainState, config: TrainConfig, checkpoint: Path) 
 def _rescore_on_resume(state: TrainState, config: TrainConfig, digest: str) -> bool:
     """Whether the resumed head must be scored again before its scores are compared: the scores so far counted
     other draft steps or another held-out set. Sets the state's eval_steps and held_out to this run's."""
-    if not state.held_out:  # a checkpoint from before the set was recorded: its rows are taken as this set's, and
-        # those since it last re-scored other draft steps as the comparable ones (the heads before are gone)
-        state.history = [{**row, "held_out": row.get("held_out", digest)} for row in state.history]
+    if not state.held_out:  # a checkpoint from before the set was recorded: its rows since it last re-scored other
+        # draft steps are the comparable ones (the heads before are gone)
         other = [i for i, row in enumerate(state.history) if len(row.get("agreement", [])) != state.eval_steps]
         state.scores_from = other[-1] + 1 if other and state.eval_steps else 0
     causes = []
@@ -408,8 +407,7 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
     row = {"step": state.step, "tokens_seen": state.tokens_seen, "train_seconds": round(state.train_seconds, 1),
            **metrics, "held_out": state.held_out}
     state.history.append(row)
-    if state.sittings:
-        state.sittings[-1]["to_step"] = state.step
+    state.sittings[-1]["to_step"] = state.step
     tqdm.write(f"eval @ step {state.step}: {json.dumps(metrics)}")
     improved = metrics["chain_tau"] > state.best_chain_tau
     if improved:
@@ -417,7 +415,7 @@ def _evaluate_and_checkpoint(head, held_out, config, state, optimizer, out_dir, 
         state.evals_without_gain = 0
     else:
         state.evals_without_gain += 1
-    if state.evals_without_gain >= config.patience and state.sittings:  # (known before the save: it keeps it)
+    if state.evals_without_gain >= config.patience:  # (known before the save: it keeps it)
         _end_sitting(state, config, "patience")
     _save(head, optimizer, state, config, out_dir, extra_config, best_row=row if improved else None)
     return state.evals_without_gain >= config.patience
