@@ -85,6 +85,9 @@ def read_source(path: Path) -> str:
     """The file's text (UTF-8; a byte order mark is neither text nor a column; its line breaks as they are), or
     stdin's for `-`; ValueError for a file that cannot be read or does not look like text (NUL bytes, or mostly bytes
     that are not UTF-8), before any model loads."""
+    if path == STDIN and sys.stdin.isatty():  # (a pipe or a file says nothing: the wait would look like a hang)
+        print("nestling: reading the source from the terminal; end it with Ctrl-D on a line of its own",
+              file=sys.stderr, flush=True)
     try:
         data = sys.stdin.buffer.read() if path == STDIN else path.read_bytes()
     except OSError as exc:  # missing, a folder, unreadable

@@ -1,5 +1,6 @@
 """The CLI as a user runs it (a subprocess), on a tiny random model folder."""
 
+import io
 import json
 import os
 import subprocess
@@ -588,6 +589,28 @@ def test_a_file_that_is_not_utf8_is_read_as_latin1_or_said_to_hold_replacements(
     plain = tmp_path / "replacement.py"
     plain.write_text("x = '\ufffd'\n")  # U+FFFD written in the file: nothing to say
     assert read_source(plain) == "x = '\ufffd'\n" and capsys.readouterr().err == ""
+
+
+class _Stdin(io.TextIOWrapper):
+    """Standard input holding `data`, a terminal or not."""
+
+    def __init__(self, data: bytes, terminal: bool):
+        super().__init__(io.BytesIO(data))
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_complete_dash_on_a_terminal_says_how_to_end_the_source(monkeypatch, capsys, terminal):
+    """(`complete -` typed at a terminal waited without a word, like a hang.)"""
+    from nestling.daemon.cli.complete import STDIN, read_source
+
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"def f():\n    return 1\n", terminal))
+    assert read_source(STDIN) == "def f():\n    return 1\n"
+    said = "reading the source from the terminal; end it with Ctrl-D on a line of its own"
+    assert (said in capsys.readouterr().err) == terminal
 
 
 @pytest.mark.parametrize("text, line, col, message", [
