@@ -35,20 +35,22 @@ class Skipped:
 
     small: int = 0  # under MIN_FILE_BYTES
     large: int = 0  # over MAX_FILE_BYTES
-    not_utf8: int = 0  # (counted after deduplication: the others before, their content is never read)
+    not_utf8: int = 0  # (counted after deduplication: the size classes before, their content is never read)
     unreadable: int = 0
+    duplicate: int = 0  # the same content as a file found before it (that one is kept)
 
     def sentence(self) -> str | None:
         """What was left out and why, for the user (None when nothing was)."""
-        total = self.small + self.large + self.not_utf8 + self.unreadable
-        return f"corpus: {total} source files left out ({self.reasons()}): no prompts are cut from them" \
-            if total else None
+        total = self.small + self.large + self.not_utf8 + self.unreadable + self.duplicate
+        return f"corpus: {total} source file{'s' * (total != 1)} left out ({self.reasons()}): no prompts are cut from " \
+            f"{'them' if total != 1 else 'it'}" if total else None
 
     def reasons(self) -> str:
         """`2 under 200 bytes, 1 not UTF-8`: the counts by reason, in words."""
         return ", ".join(f"{count} {what}" for count, what in (
             (self.small, f"under {MIN_FILE_BYTES} bytes"), (self.large, f"over {MAX_FILE_BYTES // 1000} KB"),
-            (self.not_utf8, "not UTF-8"), (self.unreadable, "unreadable")) if count)
+            (self.not_utf8, "not UTF-8"), (self.unreadable, "unreadable"),
+            (self.duplicate, "duplicate" + "s" * (self.duplicate != 1))) if count)
 
     def as_dict(self) -> dict[str, int]:
         return {name: count for name, count in vars(self).items() if count}
@@ -104,8 +106,8 @@ def _skipped(path: Path, base: Path) -> bool:
 def discover(patterns: list[str], exclude: list[str] = (), skipped: Skipped | None = None) -> list[SourceFile]:
     """Source files matching `patterns` (folders or globs), deduplicated by content, in a stable order. ValueError
     for a pattern that is no file or folder and no glob (a typo would otherwise be skipped in silence). Files of a
-    corpus language left out for their size or as unreadable are counted in `skipped`; one that is not UTF-8 is
-    kept, marked (utf8=False), and counted there too."""
+    corpus language left out for their size, as unreadable or as copies are counted in `skipped`; one that is not
+    UTF-8 is kept, marked (utf8=False), and counted there too."""
     skipped = skipped if skipped is not None else Skipped()
     missing = [p for p in patterns if not glob.has_magic(p) and not Path(p).expanduser().exists()]
     if missing:
@@ -131,6 +133,7 @@ def discover(patterns: list[str], exclude: list[str] = (), skipped: Skipped | No
                 continue
             digest = hashlib.sha256(content).hexdigest()
             if digest in seen:
+                skipped.duplicate += 1
                 continue
             seen.add(digest)
             utf8 = _is_utf8(content)

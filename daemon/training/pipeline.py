@@ -298,7 +298,8 @@ def _run(target, data: DataConfig, train: TrainConfig, out_dir: Path, command: s
                                    extra_config={"corpus_signature": corpus["corpus_signature"],
                                                  "target": {"name": target.name, "weights": weights}},
                                    trained=trained, should_stop=should_stop,
-                                   sitting={"command": command, "device": str(target.device),
+                                   sitting={"command": command, "corpus": corpus["corpus_signature"],
+                                            "device": str(target.device),
                                             "dtype": str(target.dtype).removeprefix("torch."),
                                             "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(wall_start)),
                                             "data_seconds": round(data_seconds, 1)})
@@ -346,8 +347,8 @@ def render_card(card: dict) -> str:
 
 {_trained_with(card)}
 - Device: {card['device']} ({card['dtype']}), torch {card['torch']}, {card['machine']}
-- Corpus: {corpus['files']} files ({corpus['held_out_files']} held out by content hash; the training prompts drawn from
-  {corpus['train_files']} of the others), languages {_counts(corpus['languages'])}; signature
+- Corpus{_whose(card)}: {corpus['files']} files ({corpus['held_out_files']} held out by content hash; the training
+  prompts drawn from {corpus['train_files']} of the others), languages {_counts(corpus['languages'])}; signature
   {corpus['corpus_signature']}{_left_out(corpus)}
 - Prompts drawn by kind: {_counts(kinds['train'])} (training), {_counts(kinds['held_out'])} (held out)
 - Self-distilled data: {corpus['train_sequences']} FIM prompts with the target's own greedy continuations,
@@ -374,18 +375,27 @@ def _trained_with(card: dict) -> str:
     if len(sittings) < 2:
         return f"- Trained with: `{card['command']}`"
     lines = [f"- Trained in {len(sittings)} sittings (the same command resumes where the last stopped):"]
-    lines += [_sitting_line(s) for s in sittings]
+    lines += [_sitting_line(s, card["corpus"]["corpus_signature"]) for s in sittings]
     return "\n".join(lines)
 
 
-def _sitting_line(sitting: dict) -> str:
-    """One sitting: its steps, command, device, start and data time, and why it ended (what was recorded of them: a
-    checkpoint from before sittings were kept has only the steps)."""
+def _sitting_line(sitting: dict, corpus: str) -> str:
+    """One sitting: its steps, command, device, start and data time, its corpus where it is not `corpus` (the card's,
+    the last sitting's), and why it ended (what was recorded of them: a checkpoint from before sittings were kept has
+    only the steps)."""
     where = f" on {sitting['device']} ({sitting.get('dtype')})" if sitting.get("device") else ""
     when = f", {sitting['started']}" if sitting.get("started") else ""
     data = f", data time {sitting['data_seconds']} s" if "data_seconds" in sitting else ""
+    other = f", on another corpus (signature {sitting['corpus']})" if sitting.get("corpus", corpus) != corpus else ""
     return (f"  - steps {sitting.get('from_step')} to {sitting.get('to_step')}: {_quoted(sitting.get('command'))}"
-            f"{where}{when}{data}{_ended(sitting)}")
+            f"{where}{when}{data}{other}{_ended(sitting)}")
+
+
+def _whose(card: dict) -> str:
+    """" (the last sitting's)" where an earlier sitting drew its prompts from another corpus, else ""."""
+    signature = card["corpus"]["corpus_signature"]
+    return " (the last sitting's)" if any(s.get("corpus", signature) != signature for s in card.get("sittings") or []) \
+        else ""
 
 
 def _quoted(command: str | None) -> str:

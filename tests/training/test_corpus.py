@@ -44,7 +44,10 @@ def test_identical_files_are_kept_once(tmp_path):
     write(tmp_path / "x.py", body(1))
     write(tmp_path / "copy" / "x.py", body(1))
     write(tmp_path / "y.py", body(2))
-    assert len(discover([str(tmp_path)])) == 2
+    skipped = Skipped()
+    assert len(discover([str(tmp_path)], skipped=skipped)) == 2
+    assert skipped.as_dict() == {"duplicate": 1}  # (copies were not counted among the files left out)
+    assert skipped.sentence() == "corpus: 1 source file left out (1 duplicate): no prompts are cut from it"
 
 
 def test_files_left_out_for_their_size_or_encoding_are_counted_and_said(tmp_path):

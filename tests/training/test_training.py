@@ -705,6 +705,7 @@ def test_a_resume_on_another_held_out_set_rescores_and_keeps_the_earlier_scores_
     card = (tmp_path / "out" / "head" / "CARD.md").read_text()
     assert "| 2 * |" in card and "| 4 * |" in card and "| 6 |" in card and "scored before a re-scoring" in card
     assert "- Trained in 2 sittings" in card and "steps 0 to 4: `one`" in card and "steps 4 to 6: `two`" in card
+    assert "another corpus" not in card and "- Corpus: " in card  # (the corpus is the same: only its prompts changed)
     sittings = [line for line in card.splitlines() if line.startswith("  - steps ")]
     assert [line.rsplit("; ended: ", 1)[-1] for line in sittings] == ["reached --max-steps 4", "reached --max-steps 6"]
     assert [(s["command"], s["from_step"], s["to_step"]) for s in again["sittings"]] == [("one", 0, 4), ("two", 4, 6)]
@@ -722,6 +723,26 @@ def test_a_resume_on_another_held_out_set_rescores_and_keeps_the_earlier_scores_
     saved = json.loads((tmp_path / "out" / "head" / "config.json").read_text())["training"]
     assert (saved["step"], saved["chain_tau"]) == (back["best"]["step"], back["best"]["chain_tau"])
     assert "| 2 * |" in (tmp_path / "out" / "head" / "CARD.md").read_text()
+
+
+def test_a_card_says_which_sittings_drew_on_another_corpus(tmp_path, target, corpus):
+    """(After --corpus changed between sittings, the card's corpus lines described the last sitting's as the run's.)"""
+    config = TrainConfig(unroll=1, eval_steps=2, max_steps=2, eval_every=2, batch_tokens=1024, autocast=False,
+                         warmup=1)
+    first = run_training(target, DataConfig(corpus=[str(corpus)], **DATA), config, tmp_path / "out", command="one",
+                         progress=False)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "extra.py").write_text("".join(f"def extra_{i}(value):\n    return value * {i} + {i * 3}\n\n\n"
+                                           for i in range(40)))
+    again = run_training(target, DataConfig(corpus=[str(corpus), str(more)], **DATA), replace(config, max_steps=4),
+                         tmp_path / "out", command="two", progress=False)
+    old, new = first["corpus"]["corpus_signature"], again["corpus"]["corpus_signature"]
+    assert old != new and [s["corpus"] for s in again["sittings"]] == [old, new]
+    card = (tmp_path / "out" / "head" / "CARD.md").read_text()
+    assert "steps 0 to 2: `one`" in card and f"on another corpus (signature {old})" in card
+    assert f"signature {new}" not in card.split("- Corpus")[0]  # (the last sitting's is the corpus line's)
+    assert "- Corpus (the last sitting's): " in card and new in card.split("- Corpus")[1]
 
 
 def test_why_training_ends_and_what_a_resume_finds_are_said_and_carded(tmp_path, target, corpus, capsys):
