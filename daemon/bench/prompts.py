@@ -20,7 +20,8 @@ class BenchPrompt:
     kind: str = "jsonl"  # line_start | mid_line | jsonl
 
 
-def _files(sources: list[Path]) -> list[Path]:
+def source_files(sources: list[Path]) -> list[Path]:
+    """The files SOURCES name: a file as it is, a folder's source files (SOURCE_SUFFIXES, sorted, below it)."""
     found: list[Path] = []
     for source in sources:
         if source.is_dir():
@@ -61,6 +62,8 @@ def load_jsonl(path: Path) -> list[BenchPrompt]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     prompts = []
     for index, line in enumerate(text.splitlines()):
         if not line.strip():
@@ -106,16 +109,27 @@ def load_humaneval() -> list[BenchPrompt]:
     return prompts
 
 
+def interleaved(lists: list[list]) -> list:
+    """The first item of each list, then the second of each, ...: [[a1, a2], [b1]] -> [a1, b1, a2]."""
+    return [items[i] for i in range(max(map(len, lists), default=0)) for items in lists if i < len(items)]
+
+
 def collect(sources: list[Path], per_file: int, limit: int | None) -> list[BenchPrompt]:
+    """The prompts SOURCES name: cursor positions in source files (`per_file` each), HumanEval's, a .jsonl's; the
+    first `limit` of them, taken across the source files in turn (a file's first position, then each one's second)."""
     prompts: list[BenchPrompt] = []
-    if any(str(s) == HUMANEVAL for s in sources):
+    named = [s for s in sources if str(s).lower() == HUMANEVAL and not s.exists()]  # (HumanEval as well)
+    if named:
         prompts += load_humaneval()[: limit or None]
-        sources = [s for s in sources if str(s) != HUMANEVAL]
-    for path in _files([s for s in sources if s.suffix != ".jsonl"]):
-        prompts += positions_in_file(path, per_file)
+        sources = [s for s in sources if s not in named]
+    in_files = [positions_in_file(path, per_file) for path in source_files([s for s in sources if s.suffix != ".jsonl"])]
+    cut = limit and limit < sum(map(len, in_files))  # (a short run samples every file, not the first file's positions)
+    prompts += interleaved(in_files) if cut else [p for in_file in in_files for p in in_file]
     for path in (s for s in sources if s.suffix == ".jsonl"):
         prompts += load_jsonl(path)
     if not prompts:
-        raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources)) + " (a position in a source "
-                         "file needs 8 lines above it, on a line of 8 characters or more)")
+        files = [s for s in sources if s.suffix != ".jsonl"]
+        raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources))
+                         + (" (a position in a source file needs 8 lines above it, on a line of 8 characters or more)"
+                            if files else " (a .jsonl holds one prompt a line)"))
     return prompts[:limit] if limit else prompts

@@ -78,6 +78,15 @@ class ModeResult:
         }
 
 
+class BenchInterrupted(Exception):
+    """Ctrl-C during run_bench: `results` hold the `done` prompts every mode had finished (the one in progress is
+    left out, so the modes still compare on the same prompts)."""
+
+    def __init__(self, results: dict[str, ModeResult], done: int):
+        super().__init__(f"interrupted after {done} prompts")
+        self.results, self.done = results, done
+
+
 def environment(runtime) -> dict:
     info = runtime.describe()
     info.update(torch=torch.__version__, threads=torch.get_num_threads(), machine=platform.machine(),
@@ -100,7 +109,8 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
     syntax-shaped mode with the shape table `shapes[NAME]` in place of REGION_SHAPES (policy/shapes.py). The order
     rotates by one mode per prompt, so no mode always runs first on a fresh prompt (the cyclic order stays).
     `sampling`: greedy by default; sampled, prompt i is decoded with seed (sampling.seed or 0) + i in every mode,
-    so each mode's output is still comparable with the baseline's token for token."""
+    so each mode's output is still comparable with the baseline's token for token. Ctrl-C raises BenchInterrupted with
+    what was measured; ValueError for --max-tokens that would run a prompt past the model's positions."""
     if not sampling.greedy and any(mode in PEERS for mode in modes):
         raise ValueError(f"the peer baselines ({', '.join(PEERS)}) decode greedily only")
     target = runtime.target
@@ -109,6 +119,11 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
                for mode in modes}
     results = {mode: ModeResult(mode) for mode in modes}
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
+    longest = max(len(fim.token_ids) for fim in encoded)
+    if target.positions and longest + max_tokens > target.positions:
+        raise ValueError(f"--max-tokens {max_tokens:,} after the longest prompt's {longest:,} tokens runs past the "
+                         f"{target.positions:,} positions of {target.name}: give --max-tokens "
+                         f"{max(target.positions - longest, 0):,} at most")
     regions = [prompt_region(p) for p in prompts]
     for mode, engine in engines.items():  # warm-up, not measured
         engine.generate(encoded[0].token_ids, stop=StopRule(max_new_tokens=4),
@@ -116,9 +131,12 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
     for index, (prompt, fim, region) in enumerate(tqdm(list(zip(prompts, encoded, regions)), desc="bench",
                                                        unit="prompt", disable=not progress)):
         stop = StopRule(max_new_tokens=max_tokens)
-        generations = {mode: _generate(engines[mode], fim.token_ids, stop, _budget(runtime, mode, region, shapes),
-                                       prompt_sampling(sampling, index)).run()
-                       for mode in rotated(modes, index)}
+        try:
+            generations = {mode: _generate(engines[mode], fim.token_ids, stop, _budget(runtime, mode, region, shapes),
+                                           prompt_sampling(sampling, index)).run()
+                           for mode in rotated(modes, index)}
+        except KeyboardInterrupt:
+            raise BenchInterrupted(results, index) from None
         reference = generations[modes[0]].tokens
         for mode in modes:
             tokens, stats = generations[mode].tokens, generations[mode].stats

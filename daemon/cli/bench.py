@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 from ..modes import MODE_HELP, MODES, PEER_HELP, PEERS
 
 REFERENCE_TREE = {"top_k": 10, "depth": 7, "total_tokens": 60}  # the EAGLE-2 reference defaults (TreeBudget's)
+# the largest eagle-ref tree bench takes: a tree's attention mask grows with its square (a 100,000-node tree took all
+# 24 GiB of a machine's memory), and 1,024 nodes is 17 times the reference's 60; depth and top-k beyond 64 only cost
+MAX_TREE = {"top_k": 64, "depth": 64, "total_tokens": 1024}
+# the modes each tree flag shapes (the other modes size their trees from the cost profile and the syntax)
+TREE_FLAG_MODES = {"top_k": ("eagle-ref", "eagle-latency"), "depth": ("eagle-ref", "eagle-latency"),
+                   "total_tokens": ("eagle-ref",)}
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "bench" / "data"
 
@@ -46,9 +54,15 @@ def add_parser(sub, add_model_options) -> None:
                    help="keep the weights in torch's layout (the packing's ablation)")
     p.add_argument("--no-exact-trees", dest="exact_trees", action="store_false",
                    help="verify trees in one block, without giving each node plain decoding's bits (the ablation)")
-    p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"], help="eagle-ref tree: children per node")
-    p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"], help="eagle-ref tree: draft depth")
-    p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"], help="eagle-ref tree: nodes verified")
+    p.add_argument("--top-k", type=int, default=REFERENCE_TREE["top_k"],
+                   help=f"eagle-ref and eagle-latency trees: children per node (default {REFERENCE_TREE['top_k']}, "
+                        f"at most {MAX_TREE['top_k']})")
+    p.add_argument("--depth", type=int, default=REFERENCE_TREE["depth"],
+                   help=f"eagle-ref and eagle-latency trees: draft depth (default {REFERENCE_TREE['depth']}, at most "
+                        f"{MAX_TREE['depth']})")
+    p.add_argument("--total-tokens", type=int, default=REFERENCE_TREE["total_tokens"],
+                   help=f"eagle-ref tree: nodes verified (default {REFERENCE_TREE['total_tokens']}, at most "
+                        f"{MAX_TREE['total_tokens']:,})")
     p.add_argument("--target", choices=["engine", "grpc", "open", "syntax", "lookup", "type-through"],
                    default="engine",
                    help="engine: decoding modes in this process (default); grpc: keystroke latency against a "
@@ -65,7 +79,9 @@ def add_parser(sub, add_model_options) -> None:
                                                   "one of its train/held_out folders)")
     p.add_argument("--file", type=Path, help="--target grpc: the document to type in (default: a 2,000-line "
                                              "file made of the held-out Python files)")
-    p.add_argument("--line", type=int, default=1500, help="--target grpc: the line retyped (default 1500)")
+    p.add_argument("--line", type=int,
+                   help="--target grpc: the line retyped (default: three quarters down the document, 1500 in the "
+                        "default one)")
     p.add_argument("--keystrokes", type=int, default=12,
                    help="--target grpc: requests per cache setting; type-through: keystrokes per prompt")
     p.add_argument("--compare", choices=["hint", "ahead"], default="hint",
@@ -86,16 +102,68 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--out", type=Path, help="also write the JSON results to this file")
     p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
     add_model_options(p)
+    DEFAULTS.update(vars(p.parse_args([])))
+
+
+DEFAULTS: dict = {}  # bench's flags as left out (add_parser fills it), to tell the flags a user gave
+
+# flags that apply to some targets only: given with another, they are refused (they would be ignored in silence)
+TARGETS_OF = {
+    "modes": ("engine",), "ablation": ("engine",), "peers": ("engine",), "by_region": ("engine",),
+    "top_k": ("engine",), "depth": ("engine",), "total_tokens": ("engine",),
+    "per_file": ("engine", "type-through"), "max_tokens": ("engine", "grpc", "open", "type-through"),
+    "draft_gate": ("engine", "type-through"), "packed_weights": ("engine", "type-through"),
+    "exact_trees": ("engine", "type-through"),
+    "model": ("engine", "type-through"), "head": ("engine", "type-through"), "device": ("engine", "type-through"),
+    "dtype": ("engine", "type-through"),
+    "file": ("grpc",), "line": ("grpc",), "keystrokes": ("grpc", "type-through"),
+    "compare": ("type-through",), "accept": ("type-through",), "pause_ms": ("type-through",),
+    "open_delay": ("open",), "socket": ("grpc", "open"), "tcp": ("grpc", "open"), "token": ("grpc", "open"),
+    "cache_dir": ("lookup",),
+}
+
+
+def given_flags(args) -> list[str]:
+    """The flags of TARGETS_OF given on the command line (their values differ from those left out)."""
+    return [name for name in TARGETS_OF if name in DEFAULTS and getattr(args, name, None) != DEFAULTS[name]]
+
+
+def check_flags_apply(args) -> None:
+    """Flags another --target would take, refused before anything loads (a run of minutes that ignored one would
+    measure something other than what was asked)."""
+    stray = [name for name in given_flags(args) if args.target not in TARGETS_OF[name]]
+    if stray:
+        names = ", ".join(f"--{name.replace('_', '-')} (for --target {' or '.join(TARGETS_OF[name])})"
+                          for name in stray)
+        raise ValueError(f"--target {args.target} does not take {names}: drop {'it' if len(stray) == 1 else 'them'}")
+    if args.target == "type-through" and args.pause_ms != DEFAULTS.get("pause_ms") and args.compare != "ahead":
+        raise ValueError("--pause-ms applies to --compare ahead only")
 
 
 def check_outputs(args) -> None:
-    """--out and --plot are checked before a run of minutes, not when its results are written."""
+    """--out and --plot are checked before a run of minutes, not when its results are written: each must be a file
+    that can be written (it is opened for appending, which leaves one that exists as it is, and one made is removed)."""
     for flag in ("out", "plot"):
         path = getattr(args, flag, None)
-        if path is not None and not Path(path).parent.is_dir():
-            raise ValueError(f"--{flag} {path}: the folder {Path(path).parent} does not exist")
-        if path is not None and Path(path).is_dir():
+        if path is None:
+            continue
+        path = Path(path)
+        if str(path) in ("", "."):
+            raise ValueError(f"--{flag} needs a file name")
+        if path.parent.exists() and not path.parent.is_dir():
+            raise ValueError(f"--{flag} {path}: {path.parent} is a file, not a folder")
+        if not path.parent.is_dir():
+            raise ValueError(f"--{flag} {path}: the folder {path.parent} does not exist")
+        if path.is_dir():
             raise ValueError(f"--{flag} {path}: a folder; give a file name")
+        existed = path.exists()
+        try:
+            with open(path, "a"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"--{flag} {path}: cannot write it ({exc.strerror or exc})") from None
+        if not existed:
+            path.unlink(missing_ok=True)
     if getattr(args, "plot", None) and Path(args.plot).suffix.lower() != ".png":
         raise ValueError(f"--plot {args.plot}: the plot is a PNG image; give a file name ending in .png")
     if getattr(args, "plot", None) and importlib.util.find_spec("matplotlib") is None:
@@ -122,6 +190,7 @@ SOURCELESS_TARGETS = {"grpc": "it types in --file, by default a 2,000-line file 
 
 
 def run(args) -> int:
+    check_flags_apply(args)
     check_outputs(args)
     if args.max_tokens is None:
         args.max_tokens = 16 if args.target in ("grpc", "open") else 64
@@ -129,6 +198,12 @@ def run(args) -> int:
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, not {value}")
+    for flag, most in MAX_TREE.items():
+        if getattr(args, flag) > most:
+            raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag):,}: bench takes at most {most:,} (the "
+                             f"reference tree's is {REFERENCE_TREE[flag]})")
+    if args.target == "engine" and args.max_tokens < 2:
+        raise ValueError("--max-tokens must be at least 2: decode tokens/s are timed after the first token")
     if args.open_delay is not None and not args.open_delay >= 0:
         raise ValueError(f"--open-delay must not be negative, not {args.open_delay:g}")
     if args.limit is not None and args.target in ("grpc", "syntax"):
@@ -164,9 +239,20 @@ def run(args) -> int:
     if unknown:
         raise ValueError(f"unknown mode{'s' * (len(unknown) > 1)} {', '.join(unknown)} (known: "
                          f"{', '.join(MODES + PEERS)})")
+    for name, shaped in TREE_FLAG_MODES.items():
+        if name in given_flags(args) and not set(shaped) & set(modes):
+            raise ValueError(f"--{name.replace('_', '-')} shapes the trees of {' and '.join(shaped)}, and --modes has "
+                             "neither: add one (or --ablation)" if len(shaped) > 1 else
+                             f"--{name.replace('_', '-')} shapes the trees of {shaped[0]}, and --modes has no "
+                             f"{shaped[0]}: add it (or --ablation)")
+    headless = [m for m in modes if m.startswith("eagle")]
+    if headless and str(args.head).lower() == "none":
+        raise ValueError(f"--head none: {', '.join(headless)} draft with a head (or a draft model); give one, or "
+                         f"--modes {','.join(m for m in modes if m not in headless)}")
 
     from ..bench.prompts import collect
-    from ..bench.runner import environment, format_table, run_bench
+    from ..bench.runner import BenchInterrupted, environment, format_table, run_bench
+    from ..policy.cost_model import BUSY_ELSEWHERE_LIMIT, busy_elsewhere, cpu_snapshot
     from ..runtime import load_runtime
     from ..speculative.drafter import TreeBudget
 
@@ -177,11 +263,21 @@ def run(args) -> int:
     budget = TreeBudget(top_k=args.top_k, depth=args.depth, total_tokens=args.total_tokens)
     runtime = load_runtime(args.model, args.head, args.device, args.dtype, budget=budget, draft_gate=args.draft_gate,
                            packed_weights=args.packed_weights, exact_trees=args.exact_trees)
-    results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling, shapes=shapes)
+    before = cpu_snapshot()
+    try:
+        results = run_bench(runtime, modes, prompts, args.max_tokens, sampling=sampling, shapes=shapes)
+        done = len(prompts)
+    except BenchInterrupted as stop:
+        if not stop.done:
+            raise KeyboardInterrupt from None  # (nothing measured to report)
+        results, done = stop.results, stop.done
+        print(f"nestling bench: interrupted after {done} of {len(prompts)} prompts: the results below are theirs"
+              + (f" (and {args.out} holds them)" if args.out else ""), file=sys.stderr)
     baseline = next(iter(results.values()))
+    busy = busy_elsewhere(before, cpu_snapshot())
     report = {
-        "environment": environment(runtime),
-        "settings": {"max_tokens": args.max_tokens, "prompts": len(prompts), "eagle_ref_tree": vars(budget),
+        "environment": {**environment(runtime), "busy_elsewhere": None if busy is None else round(busy, 3)},
+        "settings": {"max_tokens": args.max_tokens, "prompts": done, "eagle_ref_tree": vars(budget),
                      "sampling": vars(sampling),
                      "draft_gate": args.draft_gate, "packed_weights": runtime.target.packed_weights,
                      "exact_rows": runtime.target.exact_rows,
@@ -194,19 +290,31 @@ def run(args) -> int:
                       for region in sorted(baseline.by_region)},
         "per_prompt": {mode: r.per_prompt for mode, r in results.items()},
     }
+    if done < len(prompts):
+        report["settings"]["interrupted_after"] = f"{done} of {len(prompts)} prompts"
     if runtime._profile is not None:
         report["cost_profile"] = {"verify_ms": runtime.profile.verify_ms, "draft_step_ms": runtime.profile.draft_step_ms}
-    printed = write_report(report, args)
-    if args.plot:
-        plot_regions(report, args.plot)
-    if not printed:
+
+    def table() -> None:
         env = report["environment"]
         print(f"model {env['model']} on {env['device']} ({env['dtype']}), head {env['head']}, "
-              f"{len(prompts)} prompts, {args.max_tokens} new tokens each"
+              f"{_count(done, 'prompt')}, up to {_count(args.max_tokens, 'new token')} each"
               + ("" if sampling.greedy else f", sampled (temperature {sampling.temperature}, top-p {sampling.top_p}, "
                                             f"seeds {sampling.seed} + prompt index)"))
         print(format_table(results, by_region=args.by_region))
-    return 0
+
+    write_report(report, args, table)
+    if busy is not None and busy > BUSY_ELSEWHERE_LIMIT:
+        print(f"nestling bench: warning: other processes kept {busy:.0%} of the CPU busy during the run: its tokens/s "
+              "and speedups are unreliable; measure again when the machine is idle", file=sys.stderr)
+    if args.plot:
+        save_output("plot", args.plot, lambda path: plot_regions(report, path))
+    return 0 if done == len(prompts) else 130
+
+
+def _count(n: int, noun: str) -> str:
+    """`1 prompt`, `3 prompts`."""
+    return f"{n:,} {noun}{'s' * (n != 1)}"
 
 
 def bench_sampling(args, modes: list[str]):
@@ -228,24 +336,34 @@ def run_typing(args) -> int:
 
     from ..bench.typing import default_document, replay, summarize
 
-    text = args.file.read_text(encoding="utf-8", errors="replace") if args.file else default_document()
+    from .complete import read_source
+
+    try:
+        text = read_source(args.file).replace("\r\n", "\n") if args.file else default_document()
+    except ValueError as exc:
+        raise ValueError(f"--file: {exc}") from None
+    lines = text.count("\n") + 1
+    line = args.line if args.line is not None else max(1, lines * 3 // 4)  # (1500 of the default 2,000 lines)
+    if not 1 <= line <= lines:
+        raise ValueError(f"--line {line} is outside {args.file or 'the document'} (it has {lines:,} lines)")
     with serving_daemon(args) as client:
         bar = tqdm(total=2 * (args.keystrokes + 1), desc="typing", unit="request")
-        runs = {setting: summarize(replay(client, text, args.line, args.keystrokes, args.max_tokens,
+        runs = {setting: summarize(replay(client, text, line, args.keystrokes, args.max_tokens,
                                           cache=setting == "cache_on", progress=lambda: bar.update(1)))
                 for setting in ("cache_on", "cache_off")}
         bar.close()
         daemon = client.stats()
     ratio = runs["cache_off"]["first_token_ms"]["p50"] / max(runs["cache_on"]["first_token_ms"]["p50"], 1e-9)
     report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
-              "document_lines": text.count("\n"), "line": args.line, **runs,
+              "document_lines": text.count("\n"), "line": line, **runs,
               "first_token_speedup_from_cache": round(ratio, 2)}
-    if write_report(report, args):
-        return 0
-    print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {args.line} of a "
-          f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
-    print_latency_rows("prefix cache", {setting.replace("cache_", ""): data for setting, data in runs.items()})
-    print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
+    def table() -> None:
+        print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {line} of a "
+              f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
+        print_latency_rows("prefix cache", {setting.replace("cache_", ""): data for setting, data in runs.items()})
+        print(f"median time to first token: {ratio:.1f}x faster with the prefix cache")
+
+    write_report(report, args, table)
     return 0
 
 
@@ -281,33 +399,36 @@ def run_type_through(args) -> int:
               "max_tokens": args.max_tokens, "compare": args.compare, "pause_ms": pause_ms, "accept": args.accept,
               **runs,
               "total_speedup_after_a_keystroke": round(ratio, 2), "requests": [vars(r) for r in results]}
-    if write_report(report, args):
-        return 0
-    env = report["environment"]
-    print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up to "
-          f"{args.keystrokes} keystrokes each, {'accepting' if args.accept else 'typing'} the completion shown"
-          f"{f' after a {pause_ms:.0f} ms pause' if pause_ms else ''}; requests after a keystroke:")
-    print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}{'same':>7}"
-          f"{'guessed':>8}")
-    for setting, row in typed.items():
-        t = row["total_ms"]
-        print(f"{setting:<10}{row['requests']:>9}{t['p50']:>11.1f}{t['p95']:>9.1f}{t['mean']:>9.1f}"
-              f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}{row['same_completion_as_the_other_setting']:>7}"
-              f"{row['prepared_ahead']:>8}")
-    label = {"hint": "the hint", "ahead": "the prefill ahead"}[args.compare]
-    print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with {label}")
+    def table() -> None:
+        env = report["environment"]
+        print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up "
+              f"to {args.keystrokes} keystrokes each, {'accepting' if args.accept else 'typing'} the completion shown"
+              f"{f' after a {pause_ms:.0f} ms pause' if pause_ms else ''}; requests after a keystroke:")
+        print(f"{'setting':<10}{'requests':>9}{'total p50':>11}{'p95':>9}{'mean':>9}{'TTFT p50':>10}{'tau':>7}"
+              f"{'same':>7}{'guessed':>8}")
+        for setting, row in typed.items():
+            t = row["total_ms"]
+            print(f"{setting:<10}{row['requests']:>9}{t['p50']:>11.1f}{t['p95']:>9.1f}{t['mean']:>9.1f}"
+                  f"{row['first_token_ms_p50']:>10.1f}{row['tau']:>7.2f}"
+                  f"{row['same_completion_as_the_other_setting']:>7}{row['prepared_ahead']:>8}")
+        label = {"hint": "the hint", "ahead": "the prefill ahead"}[args.compare]
+        print(f"median time to the whole completion after a keystroke: {ratio:.2f}x faster with {label}")
+
+    write_report(report, args, table)
     return 0
 
 
 def run_openings(args) -> int:
     from tqdm import tqdm
 
+    from ..bench.prompts import source_files
     from ..bench.typing import DATA, replay_openings, summarize
+    from .complete import read_source
 
-    missing = [str(p) for p in args.sources if not p.is_file()]
-    if missing:
-        raise ValueError(f"--target open takes source files; not files: {', '.join(missing)}")
-    files = (list(args.sources) or sorted(p for p in DATA.iterdir() if p.is_file()))[: args.limit]
+    files = source_files(args.sources or [DATA])[: args.limit]
+    for path in files:  # (a binary or empty file was timed as if it were code)
+        if not read_source(path).strip():
+            raise ValueError(f"{path} is empty: there is nothing to complete in it")
     with serving_daemon(args) as client:
         with tqdm(total=2 * len(files), desc="opening", unit="request") as bar:
             results, prefill_ms = replay_openings(client, files, args.max_tokens, progress=lambda: bar.update(1),
@@ -320,19 +441,21 @@ def run_openings(args) -> int:
               "files": [p.name for p in files], "open_delay_s": args.open_delay, **runs,
               "prefill_ms": {"mean": round(sum(prefill_ms) / len(prefill_ms), 1), "max": round(max(prefill_ms), 1)},
               "first_token_speedup_from_prefill": round(ratio, 2)}
-    if write_report(report, args):
-        return 0
-    when = "when the prefill ends" if args.open_delay is None else f"{args.open_delay:g} s after the prefill starts"
-    print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); the first completion in each of {len(files)} files "
-          f"just opened, mid-line two thirds down, sent {when}")
-    print_latency_rows("opened", {name.replace("_", " "): data for name, data in runs.items()})
-    print(f"prefill on opening: {report['prefill_ms']['mean']:.0f} ms mean, {report['prefill_ms']['max']:.0f} ms max; "
-          f"median time to first token {ratio:.1f}x faster after it")
-    prefilled = runs["prefilled"]
-    if prefilled["reused_tokens"] < prefilled["prompt_tokens"] / 2:
-        print(f"(the prefilled completions reused {prefilled['reused_tokens']:.0f} of their {prefilled['prompt_tokens']:.0f}"
-              " prompt tokens on average: their cursors lie before the window the prefill computed, so what differs is "
-              "mostly the prompt, shorter once a document has a window, not the prefill)")
+    def table() -> None:
+        when = "when the prefill ends" if args.open_delay is None else f"{args.open_delay:g} s after the prefill starts"
+        print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); the first completion in each of {len(files)} "
+              f"files just opened, mid-line two thirds down, sent {when}")
+        print_latency_rows("opened", {name.replace("_", " "): data for name, data in runs.items()})
+        print(f"prefill on opening: {report['prefill_ms']['mean']:.0f} ms mean, {report['prefill_ms']['max']:.0f} ms "
+              f"max; median time to first token {ratio:.1f}x faster after it")
+        prefilled = runs["prefilled"]
+        if prefilled["reused_tokens"] < prefilled["prompt_tokens"] / 2:
+            print(f"(the prefilled completions reused {prefilled['reused_tokens']:.0f} of their "
+                  f"{prefilled['prompt_tokens']:.0f} prompt tokens on average: their cursors lie before the window the "
+                  "prefill computed, so what differs is mostly the prompt, shorter once a document has a window, not "
+                  "the prefill)")
+
+    write_report(report, args, table)
     return 0
 
 
@@ -348,14 +471,25 @@ def serving_daemon(args):
         yield client
 
 
-def write_report(report: dict, args) -> bool:
-    """Write the JSON report to --out, print it with --json; True when printed (the table is then left out)."""
-    text = json.dumps(report, indent=2, default=str)
-    if args.out:
-        args.out.write_text(text)
+def write_report(report: dict, args, table: Callable[[], None]) -> None:
+    """Print the report (JSON with --json, else `table()` prints it in words), then write the JSON to --out: a file
+    that cannot be written loses nothing printed."""
+    text = json.dumps(report, indent=2, default=str) + "\n"
     if args.json:
-        print(text)
-    return bool(args.json)
+        print(text, end="", flush=True)
+    else:
+        table()
+    if args.out:
+        save_output("out", args.out, lambda path: Path(path).write_text(text))
+
+
+def save_output(flag: str, path: Path, write: Callable[[Path], None]) -> None:
+    """write(path) for --FLAG; an OSError (the disk filled during the run, ...) as a message naming the flag."""
+    try:
+        write(path)
+    except OSError as exc:
+        raise ValueError(f"--{flag} {path}: cannot write it ({exc.strerror or exc}); the results are printed "
+                         "above") from None
 
 
 def print_latency_rows(label: str, runs: dict) -> None:
@@ -372,12 +506,14 @@ def run_syntax(args) -> int:
     from ..bench.syntax_latency import measure
 
     results = measure()
-    if write_report(results, args):
-        return 0
-    print("one-character edit at a line end + incremental reparse + region at the cursor, 5,000-line files")
-    print(f"{'language':<12}{'file':<22}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}")
-    for name, row in results.items():
-        print(f"{name:<12}{row['file']:<22}{row['median_ms']:>10.2f}{row['p95_ms']:>9.2f}{row['max_ms']:>9.2f}")
+
+    def table() -> None:
+        print("one-character edit at a line end + incremental reparse + region at the cursor, 5,000-line files")
+        print(f"{'language':<12}{'file':<22}{'median ms':>10}{'p95 ms':>9}{'max ms':>9}")
+        for name, row in results.items():
+            print(f"{name:<12}{row['file']:<22}{row['median_ms']:>10.2f}{row['p95_ms']:>9.2f}{row['max_ms']:>9.2f}")
+
+    write_report(results, args, table)
     return 0
 
 
@@ -408,10 +544,12 @@ def run_lookup(args) -> int:
     rows = summarize(measure(sequences(), drafter, progress=lambda: bar.update(1)))
     bar.close()
     report = {"cache_dir": str(args.cache_dir), "sequences": bar.n, "drafter": vars(drafter), "rows": rows}
-    if write_report(report, args):
-        return 0
-    print(f"prompt-lookup acceptance on {bar.n} distilled sequences from {args.cache_dir}")
-    print(format_rows(rows))
+
+    def table() -> None:
+        print(f"prompt-lookup acceptance on {bar.n} distilled sequences from {args.cache_dir}")
+        print(format_rows(rows))
+
+    write_report(report, args, table)
     return 0
 
 
@@ -435,8 +573,15 @@ def plot_regions(report: dict, path: Path) -> None:
     ax.set_xticklabels([f"{name}\n({rows[0]['prompts']} prompts)" for name, rows in groups.items()], fontsize=8)
     ax.set_ylabel("decode tokens/s")
     env = report["environment"]
-    ax.set_title(f"{env['model']} on {env['device']} ({env['dtype']}), head {Path(str(env['head'])).name}", fontsize=9)
+    ax.set_title(f"{env['model']} on {env['device']} ({env['dtype']}), head {head_name(env['head'])}", fontsize=9)
     ax.legend(fontsize=7, ncol=3)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def head_name(head) -> str:
+    """A head's name for a plot: its folder's, or for train-head's OUT/head the run's folder's (`head head` told
+    nothing)."""
+    path = Path(str(head))
+    return path.parent.name if path.name == "head" and path.parent.name else path.name

@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         module.add_parser(sub, add_model_options)
+    for command in sub.choices.values():  # -v after the command too (`nestling bench ... -v`)
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
     return parser
 
 
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelLoadError, DaemonError, ValueError, OSError) as exc:
         print(f"nestling {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # (a command that keeps what it did says so itself, and returns)
+        print(f"\nnestling {args.command}: interrupted", file=sys.stderr)
         return 130
 
 

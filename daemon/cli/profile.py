@@ -8,13 +8,16 @@ from pathlib import Path
 
 
 def add_parser(sub, add_model_options) -> None:
-    p = sub.add_parser("profile", help="measure T_verify(W) and the draft step cost; cache and optionally plot them")
+    p = sub.add_parser("profile", help="measure T_verify(W) and the draft step cost; cache and optionally plot them",
+                       description="Measure the verification cost curve T_verify(W) and the draft step cost of this "
+                                   "model, head, device and dtype, and save them in the cache (NESTLING_CACHE_DIR, "
+                                   "profiles/), where the latency-aware modes read them.")
     p.add_argument("--context", type=int, default=300, help="committed tokens while measuring (default 300)")
     p.add_argument("--repeats", type=int, default=7,
                    help="rounds over all sizes; each size keeps its median, then the curve is made "
                         "non-decreasing (default 7)")
     p.add_argument("--plot", type=Path, help="write a PNG of the curve (needs matplotlib)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the curve, the draft step and where they are saved as JSON")
     p.add_argument("--no-packed-weights", dest="packed_weights", action="store_false",
                    help="measure with the weights in torch's layout (by default packed for oneDNN where that pays)")
     p.add_argument("--no-exact-trees", dest="exact_trees", action="store_false",
@@ -37,7 +40,9 @@ def plot_curve(profile, path: Path) -> None:
     if medians:
         ax.scatter([int(s) for s in medians], list(medians.values()), marker="x", color="black", zorder=3,
                    label="medians measured")
-    ax.axhline(profile.draft_step_ms, color="grey", linestyle="--", label=f"one draft step ({profile.draft_step_ms:.1f} ms)")
+    if profile.draft_step_ms:  # (0 without a head: nothing to draw)
+        ax.axhline(profile.draft_step_ms, color="grey", linestyle="--",
+                   label=f"one draft step ({profile.draft_step_ms:.1f} ms)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("tokens verified in one forward (W)")
     ax.set_ylabel("ms (median)")
@@ -55,7 +60,7 @@ def run(args) -> int:
                                      measured_busy, profile_path)
     from ..runtime import load_runtime
 
-    from .bench import check_outputs
+    from .bench import check_outputs, save_output
 
     check_outputs(args)
     if args.context < 2 or args.repeats < 1:
@@ -79,9 +84,9 @@ def run(args) -> int:
     if spread > CHECK_SPREAD:
         print(f"warning: the CPU's speed changed while measuring (a second pass over a few sizes disagreed with the "
               f"curve by {spread - 1:.0%} in every attempt); measure again when the machine is idle", file=sys.stderr)
+    print(_report(args, runtime, profile, path, previous, spread), flush=True)
     if args.plot:
-        plot_curve(profile, args.plot)
-    print(_report(args, runtime, profile, path, previous, spread))
+        save_output("plot", args.plot, lambda plot: plot_curve(profile, plot))
     return 0
 
 
@@ -103,8 +108,11 @@ def _report(args, runtime, profile, path: Path, previous, spread: float) -> str:
     if previous is not None:  # the curve this one replaces, at the same sizes
         lines.append("was:" + "".join(f"{previous.verify_cost(w):>8.1f}" for w in profile.verify_ms)
                      + f"   (timed {previous.measured.get('at', 'at an unknown time')})")
-    lines.append(f"one draft step: {profile.draft_step_ms:.2f} ms ({profile.draft_step_ms / profile.verify_ms[1]:.1%} "
-                 "of a one-token verify forward)")
+    if runtime.tree_source is None:
+        lines.append("one draft step: none timed (no draft head: --head none)")
+    else:
+        lines.append(f"one draft step: {profile.draft_step_ms:.2f} ms "
+                     f"({profile.draft_step_ms / profile.verify_ms[1]:.1%} of a one-token verify forward)")
     lines.append(f"check: {', '.join(f'W={w} {t:.1f} ms' for w, t in profile.measured['check_ms'].items())} in a "
                  f"second pass ({spread - 1:.0%} apart in shape; attempt {profile.measured['attempt']})")
     return "\n".join(lines)

@@ -29,3 +29,21 @@ def test_a_prompt_file_that_is_not_utf8_is_named(tmp_path):
     path.write_bytes(b'{"prefix": "caf\xe9"}\n')
     with pytest.raises(ValueError, match="prompts.jsonl: not UTF-8 text"):
         load_jsonl(path)
+
+
+def test_a_limit_takes_positions_from_every_file_in_turn(tmp_path):
+    """(QA: `--limit 4` took the four positions of the first file, alphabetically: a quick run was one Java file.)"""
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text("".join(f"value_{i} = compute_something({i}, {i + 1})\n" for i in range(40)))
+    files = [p.id.split(":")[0] for p in collect([tmp_path], per_file=3, limit=4)]
+    assert files == ["a.py", "b.py", "c.py", "a.py"]
+    whole = collect([tmp_path], per_file=3, limit=None)  # no cut: file by file, as before
+    assert [p.id.split(":")[0] for p in whole] == ["a.py"] * 3 + ["b.py"] * 3 + ["c.py"] * 3
+    assert sorted(p.id for p in collect([tmp_path], per_file=3, limit=9)) == sorted(p.id for p in whole)
+
+
+def test_an_empty_prompt_file_says_what_a_prompt_file_holds(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"no benchmark prompts found in .*empty.jsonl \(a .jsonl holds one prompt a "
+                                         r"line\)"):
+        collect([tmp_path / "empty.jsonl"], per_file=1, limit=None)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from nestling.daemon.bench.prompts import BenchPrompt
-from nestling.daemon.bench.runner import rotated, run_bench
+from nestling.daemon.bench.runner import BenchInterrupted, rotated, run_bench
 from nestling.daemon.speculative.accept import Sampling
 from nestling.daemon.speculative.stats import GenerationStats
 
@@ -25,6 +25,8 @@ class CharTokenizer:
 class FakeTarget:
     tokenizer: CharTokenizer = field(default_factory=CharTokenizer)
     fim_tokens: None = None
+    positions: int | None = None
+    name: str = "fake"
 
 
 @dataclass
@@ -142,3 +144,32 @@ def test_a_shape_variant_runs_its_base_mode_with_its_own_shape_table():
     assert runtime.log.count("spec") == 10  # the variant decodes with the spec engine
     measured = runtime.budgets[3:]  # after the warm-up of each mode
     assert measured.count(("spec", wide)) == 5 and measured.count(("spec", None)) == 5
+
+
+def test_ctrl_c_keeps_the_prompts_every_mode_finished():
+    """(Ctrl-C lost every prompt measured, without a word.)"""
+    runtime = FakeRuntime(["ar", "spec"])
+    runs = []
+
+    def interrupted(prompt, sampling=None, stop=None, budget=None, engine=runtime._engines["spec"],
+                    plain=FakeEngine.generate):
+        runs.append(stop.max_new_tokens)
+        if len(runs) == 3:  # spec's warm-up, its run on prompt 0, then prompt 1 (where it runs first)
+            raise KeyboardInterrupt
+        return plain(engine, prompt, sampling, stop, budget)
+
+    runtime._engines["spec"].generate = interrupted
+    with pytest.raises(BenchInterrupted) as stop:
+        run_bench(runtime, ["ar", "spec"], PROMPTS, max_tokens=8, progress=False)
+    assert stop.value.done == 1
+    assert {mode: (r.prompts, len(r.per_prompt)) for mode, r in stop.value.results.items()} == \
+        {"ar": (1, 1), "spec": (1, 1)}
+
+
+def test_max_tokens_past_the_models_positions_is_refused_before_a_run():
+    runtime = FakeRuntime(["ar", "spec"])
+    runtime.target.positions = 20  # the prompts are ~12 characters, one token each
+    with pytest.raises(ValueError, match=r"--max-tokens 16 after the longest prompt's 1\d tokens runs past the 20 "
+                                         r"positions of fake: give --max-tokens \d at most"):
+        run_bench(runtime, ["ar", "spec"], PROMPTS, max_tokens=16, progress=False)
+    assert runtime.log == []
