@@ -398,6 +398,21 @@ def load_head(folder: str | Path, target=None) -> EagleHead:
         raise HeadLoadError(f"{folder}: {exc}") from exc
 
 
+def _draft_to_target(d2t: torch.Tensor, weights: Path, vocab: int | None) -> torch.Tensor:
+    """The target id of each draft id, from a checkpoint's `d2t` offsets (target_id = draft_id + d2t[draft_id]);
+    HeadLoadError for offsets that are no 1-D integer tensor or that map outside the target's vocabulary."""
+    integer = d2t.dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+    if d2t.dim() != 1 or not d2t.numel() or not integer:
+        raise HeadLoadError(f"{weights}: d2t must be a 1-D tensor of integer offsets, one per draft token; it is "
+                            f"{str(d2t.dtype).removeprefix('torch.')} of shape {tuple(d2t.shape)}")
+    ids = d2t.to(torch.long) + torch.arange(d2t.numel())
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or (vocab is not None and high >= vocab):
+        raise HeadLoadError(f"{weights}: d2t maps draft tokens to token ids from {low} to {high}, outside the "
+                            f"target's vocabulary (0 to {vocab - 1 if vocab is not None else '...'})")
+    return ids
+
+
 def _load_head(folder: Path, target) -> EagleHead:
     if not folder.is_dir():
         why = "not a folder (a head is a folder: config.json and its weights)" if folder.exists() else \
@@ -428,29 +443,27 @@ def _load_head(folder: Path, target) -> EagleHead:
         # a head's config is its target's, one layer deep: another vocabulary means a head for another model
         raise HeadLoadError(f"{folder / 'config.json'}: vocab_size {raw['vocab_size']} does not match the target's "
                             f"vocabulary ({vocab}); this head was made for another model")
-    draft_to_target = None
-    if "d2t" in state:
-        offsets = state.pop("d2t").to(torch.long)
-        draft_to_target = offsets + torch.arange(offsets.numel())
+    draft_to_target = _draft_to_target(state.pop("d2t"), weights, vocab) if "d2t" in state else None
     state.pop("t2d", None)
     state.pop("embed_tokens.weight", None)
+
+    def build() -> EagleHead:
+        return EagleHead(config, fc_bias="fc.bias" in state, input_norm="layers.0.input_layernorm.weight" in state,
+                         draft_to_target=draft_to_target,
+                         own_lm_head="lm_head.weight" in state and draft_to_target is not None,
+                         feature_layers=tuple(layers))
+
     try:
-        head = EagleHead(
-            config,
-            fc_bias="fc.bias" in state,
-            input_norm="layers.0.input_layernorm.weight" in state,
-            draft_to_target=draft_to_target,
-            own_lm_head="lm_head.weight" in state and draft_to_target is not None,
-            feature_layers=tuple(layers),
-        )
+        with torch.device("meta"):  # shapes only: a config that asks for gigabytes is refused before they are taken
+            layout = build()
     except HeadLoadError:
         raise
     except Exception as exc:  # a value _check_config let through that the layer's family cannot build from
         raise HeadLoadError(f"{folder / 'config.json'}: not a usable head config ({type(exc).__name__}: {exc})") \
             from exc
-    if head.lm_head is None:
+    if layout.lm_head is None:
         state.pop("lm_head.weight", None)
-    expected = {k: v for k, v in head.state_dict().items() if not k.startswith("rotary.")}
+    expected = {k: v for k, v in layout.state_dict().items() if not k.startswith("rotary.")}
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
@@ -460,6 +473,7 @@ def _load_head(folder: Path, target) -> EagleHead:
             raise HeadLoadError(
                 f"{weights}: {key} has shape {tuple(state[key].shape)}, the config implies {tuple(tensor.shape)}"
             )
+    head = build()
     head.load_state_dict(state, strict=False)
     head.eval()
     return head.attach(target) if target is not None else head

@@ -236,3 +236,34 @@ def test_a_head_for_another_vocabulary_is_refused_by_name_without_library_warnin
     assert load_head(folder, target).config.hidden_size == target.config.hidden_size
     captured = capfd.readouterr()
     assert "token_id" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("d2t, says", [
+    (torch.full((40,), -1000, dtype=torch.long), "d2t maps draft tokens to token ids from -1000 to"),
+    (torch.zeros(0, dtype=torch.long), "d2t must be a 1-D tensor of integer offsets, one per draft token; it is "
+                                       "int64 of shape (0,)"),
+    (torch.zeros((5, 5), dtype=torch.long), "it is int64 of shape (5, 5)"),
+    (torch.zeros(40, dtype=torch.float32), "it is float32 of shape (40,)")])
+def test_a_head_whose_draft_vocabulary_is_broken_is_refused_by_name(tmp_path, target, d2t, says):
+    """(QA: a negative, empty or 2-D d2t gave an IndexError or RuntimeError traceback, and took the daemon down.)"""
+    folder = save_head(tiny_head(target, draft_vocab=40), tmp_path / "h", dtype=None)
+    weights = folder / "model.safetensors"
+    from safetensors.torch import load_file
+
+    state = load_file(weights)
+    save_file({**state, "d2t": d2t}, weights)
+    with pytest.raises(HeadLoadError, match=re.escape(says)):
+        load_head(folder, target)
+
+
+def test_a_head_config_far_larger_than_its_weights_is_refused_before_its_memory_is_taken(tmp_path, target):
+    """(QA: intermediate_size 4,000,000 in a head's config.json took 1.9 GB before the shapes were compared.)"""
+    import resource
+
+    folder = save_head(tiny_head(target), tmp_path / "h")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "intermediate_size": 2_000_000}))  # ~1.5 GB of weights
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(HeadLoadError, match=r"mlp\.\w+_proj\.weight has shape .*, the config implies .*2000000"):
+        load_head(folder, target)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing of the config's size
