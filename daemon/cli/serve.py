@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -140,18 +141,28 @@ def check_before_restart(config, sources: dict) -> None:
     """The model and head a restarted daemon would load, checked as far as can be without the model (a ValueError,
     said of its flag or setting): --restart with a mistyped --head had stopped the running daemon and started none."""
     from ..models.eagle_head import load_head
-    from ..models.errors import HeadLoadError
+    from ..models.errors import HeadLoadError, ModelLoadError
+    from ..models.target import resolve_device, resolve_dtype
     from ..runtime import DRAFT_MODEL
 
+    left = "; the running daemon is left as it is"
     if (problem := _model_problem(config.model)) is not None:
         raise ValueError(said_of_its_setting(f"--model {config.model!r}: {problem}", "model", sources.get("model", ""))
-                         + "; the running daemon is left as it is")
+                         + left)
+    try:
+        device = resolve_device(config.device)
+    except ModelLoadError as exc:  # (cuda on a machine without one stopped the daemon, and none started)
+        raise ValueError(said_of_its_setting(f"--device {exc}", "device", sources.get("device", "")) + left) from None
+    try:
+        resolve_dtype(device, config.dtype)
+    except ModelLoadError as exc:
+        raise ValueError(said_of_its_setting(f"--dtype {exc}", "dtype", sources.get("dtype", "")) + left) from None
     head = config.head
     if head is None or head in ("none", "untrained"):
         return
     try:
         if not head.startswith(DRAFT_MODEL):
-            load_head(head)  # (the weights read and checked; their fit to the model is checked when it loads)
+            _check_fit(head, load_head(head), config.model)  # (the rest of its fit is checked when the model loads)
         elif not head.removeprefix(DRAFT_MODEL):
             raise HeadLoadError(f"{head!r}: no model after {DRAFT_MODEL!r}")
         elif (problem := _model_problem(head.removeprefix(DRAFT_MODEL))) is not None:
@@ -163,8 +174,10 @@ def check_before_restart(config, sources: dict) -> None:
 
 def _model_problem(spec: str | None) -> str | None:
     """What keeps `spec` (as --model takes it) from being a model, as far as its files say: None for an embedded name,
-    a .gguf file or a folder with a config.json."""
+    a .gguf file or a model folder that check_model_dir passes."""
     from ..models.default_model import EMBEDDED_MODELS
+    from ..models.errors import ModelLoadError
+    from ..models.target import check_model_dir
 
     if spec is None or spec in EMBEDDED_MODELS:
         return None
@@ -173,7 +186,31 @@ def _model_problem(spec: str | None) -> str | None:
         return "no such file or folder"
     if path.is_file():
         return None if path.suffix == ".gguf" else "expected a model folder or a .gguf file"
-    return None if (path / "config.json").is_file() else "a folder without config.json: no Hugging Face model folder"
+    if not (path / "config.json").is_file():
+        return "a folder without config.json: no Hugging Face model folder"
+    try:
+        check_model_dir(path)
+    except ModelLoadError as exc:
+        return str(exc)
+    return None
+
+
+def _check_fit(folder: str, head, model: str | None) -> None:
+    """HeadLoadError for a head (loaded from `folder`) whose width is not the model's, where the model's config.json
+    says without loading it (a model folder, or an embedded model converted already; not a .gguf file)."""
+    from ..models.default_model import DEFAULT_MODEL, EMBEDDED_MODELS, converted_dir
+    from ..models.errors import HeadLoadError
+
+    name = model or DEFAULT_MODEL
+    model_folder = converted_dir(EMBEDDED_MODELS[name]) if name in EMBEDDED_MODELS else Path(name).expanduser()
+    try:
+        config = json.loads((model_folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # (a .gguf file, or an embedded model not converted yet: checked when it loads)
+    ours, its = head.config.hidden_size, config.get("hidden_size") if isinstance(config, dict) else None
+    if its is not None and ours != its:
+        raise HeadLoadError(f"{folder}: its hidden_size is {ours}, the model's ({name}) is {its}: a head for another "
+                            "model")
 
 
 def said_of_its_setting(message: str, key: str, source: str) -> str:

@@ -255,7 +255,9 @@ def _load_tokenizer(path: Path, vocab_rows: int):
     return tokenizer
 
 
-def _check_model_dir(path: Path) -> None:
+def check_model_dir(path: Path) -> None:
+    """ModelLoadError for a folder that is no model nestling can load, as far as its files say without loading it: no
+    or an unreadable config.json, code of its own (auto_map in config.json or tokenizer_config.json), no weights."""
     config_path = path / "config.json"
     if not config_path.is_file():
         raise ModelLoadError(f"{path}: not a model folder (no config.json)")
@@ -268,6 +270,14 @@ def _check_model_dir(path: Path) -> None:
     if "auto_map" in config:
         # Such models need code from the folder itself; nestling never executes it.
         raise ModelLoadError(f"{config_path}: the model needs its own code (auto_map); nestling never runs remote code")
+    tokenizer_config = path / "tokenizer_config.json"
+    try:
+        tokenizer = json.loads(tokenizer_config.read_text(encoding="utf-8")) if tokenizer_config.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{tokenizer_config}: unreadable tokenizer config ({exc})") from exc
+    if isinstance(tokenizer, dict) and "auto_map" in tokenizer:  # (transformers took a generic tokenizer in silence)
+        raise ModelLoadError(f"{tokenizer_config}: the tokenizer needs its own code (auto_map); nestling never runs "
+                             "remote code")
     weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
     if not weights:
         raise ModelLoadError(f"{path}: no weights (*.safetensors or pytorch_model*.bin)")
@@ -279,7 +289,7 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
 
     from .attention import attention_implementation
 
-    _check_model_dir(path)
+    check_model_dir(path)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed

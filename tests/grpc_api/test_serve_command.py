@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -12,9 +13,14 @@ import time
 
 import grpc
 import pytest
+import torch
+from transformers import Qwen2ForCausalLM
 
 from nestling.daemon.grpc_api.client import Client, full_text_request, target_for
+from nestling.daemon.models.eagle_head import save_head
+from nestling.daemon.models.target import TargetModel
 from processes import wait_for_exit
+from tiny import tiny_config, tiny_head
 
 
 def nestling(*args, env):
@@ -106,11 +112,24 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         corrupt = tmp_path / "corrupt_head"
         corrupt.mkdir()
         (corrupt / "config.json").write_text("{not json")
-        for flags, said in ((["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
+        own_code = tmp_path / "own_code"  # (QA: each of the next three stopped the daemon, and none started)
+        shutil.copytree(model_folder, own_code)
+        tokenizer_config = json.loads((own_code / "tokenizer_config.json").read_text())
+        (own_code / "tokenizer_config.json").write_text(json.dumps({**tokenizer_config, "auto_map": {
+            "AutoTokenizer": ["tokenization_own.OwnTokenizer", None]}}))
+        wide = tiny_config(hidden=48)
+        wide._attn_implementation = "sdpa"
+        wide_head = save_head(tiny_head(TargetModel(Qwen2ForCausalLM(wide).eval(), None, "wide")), tmp_path / "wide")
+        cases = [(["--model", own_code, "--head", "untrained"], "the tokenizer needs its own code (auto_map)"),
+                 (["--model", model_folder, "--head", wide_head], f"{wide_head}: its hidden_size is 48, the model's")]
+        if not torch.cuda.is_available():
+            cases.append((["--model", model_folder, "--head", "untrained", "--device", "cuda"],
+                          "--device device 'cuda' was asked for but CUDA is not available"))
+        for flags, said in cases + [(["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
                             (["--model", model_folder, "--head", corrupt], "config.json"),
                             (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder"),
                             (["--model", model_folder, "--head", "model:"], "no model after 'model:'"),
-                            (["--model", tmp_path, "--head", "untrained"], "a folder without config.json")):
+                            (["--model", tmp_path, "--head", "untrained"], "a folder without config.json")]:
             refused = nestling("serve", "--restart", *flags, "--dtype", "float32", env=env)
             assert refused.returncode == 2 and said in refused.stderr, refused.stderr
             assert "the running daemon is left as it is" in refused.stderr and "stopped" not in refused.stdout
