@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import platform
 from dataclasses import dataclass, field
@@ -18,8 +19,16 @@ import torch
 
 from .errors import ModelLoadError, quiet_transformers
 
-# Special tokens of the FIM format a model family understands.
-QWEN_FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
+log = logging.getLogger(__name__)
+
+# The special tokens of each FIM format nestling writes: (prefix, suffix, middle) markers, in the prefix-suffix-middle
+# order: MARKER_1 prefix MARKER_2 suffix MARKER_3, then the model writes the middle.
+QWEN_FIM = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")  # Qwen2.5-Coder
+FIM_FAMILIES = (
+    QWEN_FIM,
+    ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),  # StarCoder, StarCoder2, SantaCoder
+    ("<\uff5cfim\u2581begin\uff5c>", "<\uff5cfim\u2581hole\uff5c>", "<\uff5cfim\u2581end\uff5c>"),  # DeepSeek-Coder
+)
 QWEN_STOP_IDS = (151643, 151645)  # <|endoftext|>, <|im_end|>
 
 
@@ -327,10 +336,11 @@ def _stop_ids(model: torch.nn.Module, tokenizer) -> tuple[int, ...]:
 
 
 def _fim_tokens(tokenizer) -> tuple[str, str, str] | None:
+    """The model's FIM markers (the first of FIM_FAMILIES its vocabulary holds), None where it has none."""
     if tokenizer is None:
         return None
     vocab = tokenizer.get_vocab()
-    return QWEN_FIM if all(t in vocab for t in QWEN_FIM) else None
+    return next((family for family in FIM_FAMILIES if all(t in vocab for t in family)), None)
 
 
 def resolve_model_path(spec: str | None, progress: bool = True, named: str | None = None) -> tuple[str, Path]:
@@ -372,6 +382,9 @@ def load_target(
     torch_dtype = resolve_dtype(torch_device, dtype)
     model = load_hf_model(path, torch_device, torch_dtype)
     tokenizer = _load_tokenizer(path, model.get_input_embeddings().weight.shape[0])
+    if tokenizer is not None and _fim_tokens(tokenizer) is None:  # (the text after the cursor was left out in silence)
+        log.warning("%s has no fill-in-the-middle tokens nestling knows (Qwen2.5-Coder's, StarCoder's or "
+                    "DeepSeek-Coder's): its prompts hold only the text before the cursor", name)
     return TargetModel(
         model=model,
         tokenizer=tokenizer,

@@ -141,3 +141,38 @@ def test_float16_hardware_is_read_from_the_cpu_flags(tmp_path):
                             ("fp asimd asimdhp", True)):
         cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
         assert cpu_supports_float16(cpuinfo) == expected
+
+
+def _renamed_fim_tokens(folder, names):
+    """The tiny model folder's Qwen FIM tokens renamed to `names` (in its tokenizer files)."""
+    from nestling.daemon.models.target import QWEN_FIM
+
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        text = (folder / file).read_text(encoding="utf-8")
+        for old, new in zip(QWEN_FIM, names):
+            text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
+        (folder / file).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_starcoder_and_deepseek_fim_tokens_are_used_and_a_model_without_any_is_said_to_see_only_the_prefix(
+        tmp_path, caplog):
+    """(QA: only Qwen's FIM tokens were known; any other model's prompts left out the text after the cursor, in
+    silence.)"""
+    from nestling.daemon.context.fim import build_fim_prompt
+    from nestling.daemon.models.target import FIM_FAMILIES, load_target
+    from tiny import save_tiny_model_folder
+
+    for family in FIM_FAMILIES[1:]:
+        folder = _renamed_fim_tokens(save_tiny_model_folder(tmp_path / str(len(family[0]))), family)
+        target = load_target(str(folder), dtype="float32", progress=False)
+        assert target.fim_tokens == family
+        prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, "def f(x):\n    return ", "\n\nprint(f(2))\n")
+        marks = [target.tokenizer.convert_tokens_to_ids(token) for token in family]
+        assert [i for i in prompt.token_ids if i in marks] == marks and prompt.token_ids[-1] == marks[2]
+    assert "fill-in-the-middle" not in caplog.text
+    plain = _renamed_fim_tokens(save_tiny_model_folder(tmp_path / "plain"), ("<a>", "<b>", "<c>"))
+    with caplog.at_level("WARNING"):
+        assert load_target(str(plain), dtype="float32", progress=False).fim_tokens is None
+    assert "plain has no fill-in-the-middle tokens nestling knows" in caplog.text
+    assert "its prompts hold only the text before the cursor" in caplog.text
