@@ -292,6 +292,45 @@ def check_model_dir(path: Path) -> None:
         raise ModelLoadError(f"{path}: no weights (*.safetensors or pytorch_model*.bin)")
 
 
+LARGER_THAN_ITS_WEIGHTS = 1.1  # a config.json whose model has this many times the weights' values is another's
+
+
+def check_weights_fit(path: Path) -> None:
+    """ModelLoadError where config.json describes a model the safetensors weights cannot fill, found from the files'
+    headers and the model built on the meta device (no memory taken): a tensor of the same name with another shape,
+    or far more values than the weights hold (a larger model's config.json beside small weights took 12 GB before
+    transformers refused it, with a message that named no tensor). Quantized models and .bin weights: not checked."""
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    files = sorted(path.glob("*.safetensors"))
+    try:
+        with quiet_transformers():
+            config = AutoConfig.from_pretrained(str(path), trust_remote_code=False, local_files_only=True)
+            if not files or getattr(config, "quantization_config", None):
+                return
+            with torch.device("meta"):
+                layout = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+        shapes = {}
+        for file in files:
+            with safe_open(str(file), "pt") as weights:
+                shapes.update({key: (file, tuple(weights.get_slice(key).get_shape())) for key in weights.keys()})
+    except Exception:  # (a config or file transformers cannot read: its own load says so, as before)
+        return
+    expected = {name: tuple(tensor.shape) for name, tensor in layout.state_dict().items()}
+    wrong = [f"{name} is {shapes[name][1]} in {shapes[name][0].name}, config.json implies {shape}"
+             for name, shape in expected.items() if name in shapes and shapes[name][1] != shape]
+    if wrong:
+        raise ModelLoadError(f"{path}: {len(wrong)} of the weights' tensors have another shape than config.json gives "
+                             f"them ({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): a config.json of "
+                             "another model")
+    needed = sum(p.numel() for p in layout.parameters())
+    held = sum(torch.Size(shape).numel() for _, shape in shapes.values())
+    if needed > LARGER_THAN_ITS_WEIGHTS * held:
+        raise ModelLoadError(f"{path}: config.json describes a model of {needed:,} values, and its weights hold "
+                             f"{held:,}: a config.json of another model, or weights cut short")
+
+
 def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
     """Load a local Hugging Face causal LM folder on `device` in `dtype` (SDPA attention, no remote code)."""
     from transformers import AutoModelForCausalLM
@@ -299,6 +338,7 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
     from .attention import attention_implementation
 
     check_model_dir(path)
+    check_weights_fit(path)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # loading a converted folder takes seconds; no bar needed
@@ -310,6 +350,10 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
             )
     except Exception as exc:
         raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
+    if unused := sorted(info.get("unexpected_keys") or ()):  # (dropped in silence: a config.json of another model?)
+        log.warning("%s: %d tensors of the weights have no place in the %s model config.json describes, and are left "
+                    "out (%s%s)", path, len(unused), model.config.model_type, ", ".join(unused[:4]),
+                    ", ..." if len(unused) > 4 else "")
     for kind, keys in (("lack", info.get("missing_keys")), ("have the wrong shape for", info.get("mismatched_keys"))):
         if keys:  # transformers fills such tensors with random values, and the model writes garbage
             names = sorted(k if isinstance(k, str) else k[0] for k in keys)

@@ -176,3 +176,31 @@ def test_starcoder_and_deepseek_fim_tokens_are_used_and_a_model_without_any_is_s
         assert load_target(str(plain), dtype="float32", progress=False).fim_tokens is None
     assert "plain has no fill-in-the-middle tokens nestling knows" in caplog.text
     assert "its prompts hold only the text before the cursor" in caplog.text
+
+
+def test_a_config_json_the_weights_do_not_fit_is_refused_by_tensor_before_the_model_is_built(tmp_path, caplog):
+    """(QA: weights of another shape gave "You set 'ignore_mismatched_sizes' to 'False' ... look at the above report"
+    with no report and no tensor named; a larger model's config.json beside small weights took 12 GB before that.)"""
+    from nestling.daemon.models.target import load_target
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "intermediate_size": config["intermediate_size"] + 1}))
+    with pytest.raises(ModelLoadError, match=r"of the weights' tensors have another shape than config.json gives "
+                                             r"them \(model\.layers\.0\.mlp\.\w+_proj\.weight is \(\d+, \d+\) in "
+                                             r"model\.safetensors, config\.json implies"):
+        load_target(str(folder), dtype="float32", progress=False)
+    layers = 200
+    (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": layers,
+                                                    "layer_types": ["full_attention"] * layers}))
+    with pytest.raises(ModelLoadError, match=r"config.json describes a model of [\d,]+ values, and its weights hold "
+                                             r"[\d,]+: a config.json of another model, or weights cut short"):
+        load_target(str(folder), dtype="float32", progress=False)
+    # a Qwen2 model's weights under a Llama config.json: its attention biases have no place there
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "llama",
+                                                    "architectures": ["LlamaForCausalLM"]}))
+    with caplog.at_level("WARNING"):
+        load_target(str(folder), dtype="float32", progress=False)
+    assert "tensors of the weights have no place in the llama model config.json describes, and are left out " \
+           "(model.layers.0.self_attn.k_proj.bias" in caplog.text
