@@ -405,14 +405,31 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
             f"or one of the embedded models: {', '.join(EMBEDDED_MODELS)})"
         )
     if path.is_file() and path.suffix == ".gguf":
-        stat = path.stat()
-        converted = checked_cache_dir() / "models" / f"{path.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+        converted = checked_cache_dir() / "models" / f"{path.stem}-{gguf_stamp(path)}"
         if not (converted / "model.safetensors").is_file():
             convert_gguf(path, converted, progress=progress)
         return path.name, converted
     if path.is_dir():
         return path.name, path
     raise ModelLoadError(f"{named}: expected a model folder or a .gguf file")
+
+
+GGUF_SAMPLE_BYTES = 1 << 20  # how much of a GGUF file's start and end its stamp reads
+
+
+def gguf_stamp(path: Path) -> str:
+    """Names a GGUF file's conversion in the cache: a digest of where it is, its size and time to the nanosecond, and
+    its first and last MiB (header, tensor index, the last weights). Two files of one name, size and second (`cp -p`,
+    an archive, a same-size fine-tune) had shared one conversion, and the second completed with the first's weights."""
+    import hashlib
+
+    stat = path.stat()
+    digest = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    with open(path, "rb") as handle:
+        digest.update(handle.read(GGUF_SAMPLE_BYTES))
+        handle.seek(max(stat.st_size - GGUF_SAMPLE_BYTES, 0))
+        digest.update(handle.read(GGUF_SAMPLE_BYTES))
+    return f"{stat.st_size}-{digest.hexdigest()[:16]}"
 
 
 def load_target(

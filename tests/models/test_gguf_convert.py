@@ -120,3 +120,25 @@ def test_a_gguf_without_the_metadata_a_model_needs_names_the_missing_key(tmp_pat
     with pytest.raises(ModelLoadError, match="incomplete.gguf: GGUF metadata 'qwen2.attention.head_count' is missing"):
         convert_gguf(path, tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_path, monkeypatch):
+    """(QA: the cache named a conversion by file name, size and whole second: a second such file completed with the
+    first's weights, in silence.)"""
+    import os
+
+    from nestling.daemon.models.target import resolve_model_path
+
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path / "cache"))
+    paths = []
+    for seed, folder in ((0, "a"), (5, "b")):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "model.gguf")
+        write_gguf(paths[-1], tiny_target("qwen2", seed=seed, vocab=300), "qwen2", quantize=False)
+        os.utime(paths[-1], ns=(1_000_000_000, 1_000_000_000))
+    assert paths[0].stat().st_size == paths[1].stat().st_size
+    converted = [resolve_model_path(str(path), progress=False)[1] for path in paths]
+    assert converted[0] != converted[1]
+    weights = [AutoModelForCausalLM.from_pretrained(str(c), dtype=torch.float32).lm_head.weight for c in converted]
+    assert not torch.equal(*weights)
+    assert resolve_model_path(str(paths[0]), progress=False)[1] == converted[0]  # (converted once)
