@@ -193,6 +193,9 @@ def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocumen
     prompt = build_fim_prompt(target.tokenizer, target.fim_tokens, prefix, suffix, path=file_name(args),
                               budget=FimBudget().fitted(target.positions))
     positions = target.positions
+    if positions and len(prompt.token_ids) >= positions:  # ("give --max-tokens 0 at most" was refused in turn)
+        raise ValueError(f"the prompt's {len(prompt.token_ids):,} tokens fill the {positions:,} positions of "
+                         f"{target.name}: there is no room for a completion (its config.json's max_position_embeddings)")
     if positions and len(prompt.token_ids) + args.max_tokens > positions:
         raise ValueError(f"--max-tokens {args.max_tokens:,} after the prompt's {len(prompt.token_ids):,} tokens runs past "
                          f"the {positions:,} positions of {target.name}: give --max-tokens "

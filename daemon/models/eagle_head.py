@@ -427,7 +427,9 @@ def _load_head(folder: Path, target) -> EagleHead:
         raise HeadLoadError(f"{weights}: an EAGLE-3 checkpoint (midlayer.*); nestling loads EAGLE-1/2 heads")
     for required in ("fc.weight", "layers.0.self_attn.q_proj.weight"):
         if required not in state:
-            raise HeadLoadError(f"{weights}: missing tensor {required!r}; not an EAGLE head checkpoint")
+            model = " (a model's weights: --head model:PATH drafts with a smaller model)" \
+                if any(k.endswith("embed_tokens.weight") and k != "embed_tokens.weight" for k in state) else ""
+            raise HeadLoadError(f"{weights}: missing tensor {required!r}; not an EAGLE head checkpoint{model}")
     hidden = config.hidden_size
     if tuple(state["fc.weight"].shape) != (hidden, 2 * hidden):
         raise HeadLoadError(

@@ -489,6 +489,29 @@ def test_bench_prints_its_table_before_writing_out_and_keeps_what_an_interrupted
     assert f"--out {out}: cannot write it (No space left on device); the results are printed above" in said.err
 
 
+def test_verbose_goes_after_the_command_too_and_ctrl_c_says_it_stopped(monkeypatch, capsys):
+    """(QA: `nestling bench ... -v` was an unrecognized argument; Ctrl-C ended a command without a word.)"""
+    from nestling.daemon.cli import config
+    from nestling.daemon.cli.main import build_parser, main
+
+    assert build_parser().parse_args(["config", "-v"]).verbose is True
+    assert build_parser().parse_args(["-v", "config"]).verbose is True
+    assert build_parser().parse_args(["config"]).verbose is False
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(config, "run", interrupted)
+    assert main(["config"]) == 130 and "nestling config: interrupted" in capsys.readouterr().err
+
+
+def test_profile_without_a_head_says_it_timed_no_draft_step(model_dir):
+    result = nestling("profile", "--model", model_dir, "--head", "none", "--dtype", "float32", "--context", 24,
+                      "--repeats", 1)
+    assert result.returncode == 0, result.stderr
+    assert "one draft step: none timed (no draft head: --head none)" in result.stdout  # (was "0.00 ms (0.0% of ...")
+
+
 def test_profile_times_the_curve_checks_it_and_saves_it(model_dir, head_dir):
     result = nestling("profile", "--model", model_dir, "--head", head_dir, "--dtype", "float32", "--context", 24,
                       "--repeats", 2, "--json")
@@ -631,6 +654,16 @@ def test_a_binary_file_is_refused_before_the_model_loads(tmp_path, content, says
     path.write_bytes(content)
     result = nestling("complete", path, "--line", 1, "--col", 1, "--model", tmp_path / "no-model")
     assert result.returncode == 2 and f"{path} does not look like text {says}" in result.stderr, result.stderr
+
+
+def test_a_model_whose_positions_the_prompt_fills_says_so_instead_of_advising_max_tokens_0(tmp_path, source):
+    """(QA: max_position_embeddings 2 gave "give --max-tokens 0 at most", which was refused in turn.)"""
+    folder = save_tiny_model_folder(tmp_path / "short")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 2}))
+    result = nestling("complete", source, "--line", 5, "--col", 5, "--model", folder, "--head", "none")
+    assert result.returncode == 2 and "tokens fill the 2 positions of short: there is no room for a completion" in \
+        result.stderr, result.stderr
 
 
 def test_a_latin1_character_or_two_is_still_text(model_dir, tmp_path):

@@ -267,3 +267,12 @@ def test_a_head_config_far_larger_than_its_weights_is_refused_before_its_memory_
     with pytest.raises(HeadLoadError, match=r"mlp\.\w+_proj\.weight has shape .*, the config implies .*2000000"):
         load_head(folder, target)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing of the config's size
+
+
+def test_a_models_folder_given_as_a_head_is_told_how_to_draft_with_a_model(tmp_path, target):
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "model")
+    with pytest.raises(HeadLoadError, match=re.escape("not an EAGLE head checkpoint (a model's weights: --head "
+                                                      "model:PATH drafts with a smaller model)")):
+        load_head(folder, target)
