@@ -110,13 +110,15 @@ def load_humaneval() -> list[BenchPrompt]:
 
 
 def interleaved(lists: list[list]) -> list:
-    """The first item of each list, then the second of each, ...: [[a1, a2], [b1]] -> [a1, b1, a2]."""
-    return [items[i] for i in range(max(map(len, lists), default=0)) for items in lists if i < len(items)]
+    """An item of each list in turn, list j starting at its item j (mod its length), so that where the items alternate
+    in kind (line start, mid-line) each turn takes both: [[a1, a2], [b1, b2]] -> [a1, b2, a2, b1]."""
+    rotated = [items[j % len(items):] + items[:j % len(items)] for j, items in enumerate(lists) if items]
+    return [items[i] for i in range(max(map(len, rotated), default=0)) for items in rotated if i < len(items)]
 
 
 def collect(sources: list[Path], per_file: int, limit: int | None) -> list[BenchPrompt]:
     """The prompts SOURCES name: cursor positions in source files (`per_file` each), HumanEval's, a .jsonl's; the
-    first `limit` of them, taken across the source files in turn (a file's first position, then each one's second)."""
+    first `limit` of them, taken from the source files in turn (`interleaved`)."""
     prompts: list[BenchPrompt] = []
     named = [s for s in sources if str(s).lower() == HUMANEVAL and not s.exists()]  # (HumanEval as well)
     if named:

@@ -120,6 +120,9 @@ def run_bench(runtime, modes: list[str], prompts: list[BenchPrompt], max_tokens:
     results = {mode: ModeResult(mode) for mode in modes}
     encoded = [build_fim_prompt(target.tokenizer, target.fim_tokens, p.prefix, p.suffix, p.path, budget) for p in prompts]
     longest = max(len(fim.token_ids) for fim in encoded)
+    if target.positions and longest + 2 > target.positions:  # (bench times decoding after the first token)
+        raise ValueError(f"the longest prompt's {longest:,} tokens leave no room for two new tokens in the "
+                         f"{target.positions:,} positions of {target.name}")
     if target.positions and longest + max_tokens > target.positions:
         raise ValueError(f"--max-tokens {max_tokens:,} after the longest prompt's {longest:,} tokens runs past the "
                          f"{target.positions:,} positions of {target.name}: give --max-tokens "

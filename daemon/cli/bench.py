@@ -27,10 +27,13 @@ def add_parser(sub, add_model_options) -> None:
     p = sub.add_parser("bench", help="measure decoding modes side by side (AR vs speculative and its ablations)")
     p.add_argument("sources", nargs="*", type=Path,
                    help="source files/folders (cursor positions are picked deterministically), .jsonl prompt "
-                        "files, or 'humaneval' (HumanEval's prompts; needs nestling[bench]); "
+                        "files, or 'humaneval' (HumanEval's prompts; needs nestling[bench]; a file or folder of that "
+                        "name here is read instead); "
                         f"default: the held-out files in {DEFAULT_PROMPTS}")
     p.add_argument("--per-file", type=int, default=4, help="cursor positions per source file (default 4)")
-    p.add_argument("--limit", type=int, help="use at most this many prompts (--target open: files; lookup: sequences)")
+    p.add_argument("--limit", type=int,
+                   help="use at most this many prompts, taken from the source files in turn (--target open: files; "
+                        "lookup: sequences)")
     p.add_argument("--max-tokens", type=int,
                    help="tokens generated per prompt (default 64; --target grpc and open: 16, a keystroke's completion)")
     p.add_argument("--modes", default="ar,spec", help=f"comma-separated, the first is the baseline ({modes})")
@@ -103,9 +106,11 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--plot", type=Path, help="also draw decode tokens/s per region and mode to this PNG (matplotlib)")
     add_model_options(p)
     DEFAULTS.update(vars(p.parse_args([])))
+    OPTIONS.update({a.dest: max(a.option_strings, key=len) for a in p._actions if a.option_strings})
 
 
 DEFAULTS: dict = {}  # bench's flags as left out (add_parser fills it), to tell the flags a user gave
+OPTIONS: dict = {}  # each flag's name on the command line, by its attribute (draft_gate: --no-draft-gate)
 
 # flags that apply to some targets only: given with another, they are refused (they would be ignored in silence)
 TARGETS_OF = {
@@ -133,10 +138,9 @@ def check_flags_apply(args) -> None:
     measure something other than what was asked)."""
     stray = [name for name in given_flags(args) if args.target not in TARGETS_OF[name]]
     if stray:
-        names = ", ".join(f"--{name.replace('_', '-')} (for --target {' or '.join(TARGETS_OF[name])})"
-                          for name in stray)
+        names = ", ".join(f"{OPTIONS[name]} (for --target {' or '.join(TARGETS_OF[name])})" for name in stray)
         raise ValueError(f"--target {args.target} does not take {names}: drop {'it' if len(stray) == 1 else 'them'}")
-    if args.target == "type-through" and args.pause_ms != DEFAULTS.get("pause_ms") and args.compare != "ahead":
+    if "pause_ms" in given_flags(args) and args.target == "type-through" and args.compare != "ahead":
         raise ValueError("--pause-ms applies to --compare ahead only")
 
 
@@ -246,9 +250,10 @@ def run(args) -> int:
                              f"--{name.replace('_', '-')} shapes the trees of {shaped[0]}, and --modes has no "
                              f"{shaped[0]}: add it (or --ablation)")
     headless = [m for m in modes if m.startswith("eagle")]
-    if headless and str(args.head).lower() == "none":
-        raise ValueError(f"--head none: {', '.join(headless)} draft with a head (or a draft model); give one, or "
-                         f"--modes {','.join(m for m in modes if m not in headless)}")
+    if headless and args.head == "none":  # (None: the default head)
+        others = [m for m in modes if m not in headless]
+        raise ValueError(f"--head none: {', '.join(headless)} draft with a head (or a draft model); give one"
+                         + (f", or --modes {','.join(others)}" if others else ""))
 
     from ..bench.prompts import collect
     from ..bench.runner import BenchInterrupted, environment, format_table, run_bench
@@ -272,7 +277,7 @@ def run(args) -> int:
             raise KeyboardInterrupt from None  # (nothing measured to report)
         results, done = stop.results, stop.done
         print(f"nestling bench: interrupted after {done} of {len(prompts)} prompts: the results below are theirs"
-              + (f" (and {args.out} holds them)" if args.out else ""), file=sys.stderr)
+              + (f" (and go to {args.out})" if args.out else ""), file=sys.stderr)
     baseline = next(iter(results.values()))
     busy = busy_elsewhere(before, cpu_snapshot())
     report = {
@@ -342,7 +347,7 @@ def run_typing(args) -> int:
         text = read_source(args.file).replace("\r\n", "\n") if args.file else default_document()
     except ValueError as exc:
         raise ValueError(f"--file: {exc}") from None
-    lines = text.count("\n") + 1
+    lines = len(text.splitlines())
     line = args.line if args.line is not None else max(1, lines * 3 // 4)  # (1500 of the default 2,000 lines)
     if not 1 <= line <= lines:
         raise ValueError(f"--line {line} is outside {args.file or 'the document'} (it has {lines:,} lines)")
@@ -355,7 +360,7 @@ def run_typing(args) -> int:
         daemon = client.stats()
     ratio = runs["cache_off"]["first_token_ms"]["p50"] / max(runs["cache_on"]["first_token_ms"]["p50"], 1e-9)
     report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
-              "document_lines": text.count("\n"), "line": line, **runs,
+              "document_lines": lines, "line": line, **runs,
               "first_token_speedup_from_cache": round(ratio, 2)}
     def table() -> None:
         print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {line} of a "
@@ -421,11 +426,14 @@ def run_type_through(args) -> int:
 def run_openings(args) -> int:
     from tqdm import tqdm
 
-    from ..bench.prompts import source_files
+    from ..bench.prompts import SOURCE_SUFFIXES, source_files
     from ..bench.typing import DATA, replay_openings, summarize
     from .complete import read_source
 
     files = source_files(args.sources or [DATA])[: args.limit]
+    if not files:
+        raise ValueError(f"no source files in {', '.join(map(str, args.sources))} (those nestling benches: "
+                         f"{', '.join(SOURCE_SUFFIXES)})")
     for path in files:  # (a binary or empty file was timed as if it were code)
         if not read_source(path).strip():
             raise ValueError(f"{path} is empty: there is nothing to complete in it")

@@ -152,11 +152,12 @@ def check_before_restart(config, sources: dict) -> None:
     try:
         device = resolve_device(config.device)
     except ModelLoadError as exc:  # (cuda on a machine without one stopped the daemon, and none started)
-        raise ValueError(said_of_its_setting(f"--device {exc}", "device", sources.get("device", "")) + left) from None
+        raise ValueError(said_of_its_setting(str(exc), "device", sources.get("device", "")) + left) from None
     try:
         resolve_dtype(device, config.dtype)
     except ModelLoadError as exc:
-        raise ValueError(said_of_its_setting(f"--dtype {exc}", "dtype", sources.get("dtype", "")) + left) from None
+        raise ValueError(said_of_its_setting(f"--dtype {config.dtype}: {exc}", "dtype", sources.get("dtype", ""))
+                         + left) from None
     head = config.head
     if head is None or head in ("none", "untrained"):
         return

@@ -264,6 +264,15 @@ def _load_tokenizer(path: Path, vocab_rows: int):
     return tokenizer
 
 
+def _builtin_tokenizer(tokenizer_config: dict) -> bool:
+    """Whether a tokenizer_config.json names a tokenizer class of transformers' own (an auto_map beside one is a
+    leftover: transformers loads that class without the folder's code)."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    name = tokenizer_config.get("tokenizer_class")
+    return isinstance(name, str) and tokenizer_class_from_name(name) is not None
+
+
 def check_model_dir(path: Path) -> None:
     """ModelLoadError for a folder that is no model nestling can load, as far as its files say without loading it: no
     or an unreadable config.json, code of its own (auto_map in config.json or tokenizer_config.json), no weights."""
@@ -284,8 +293,10 @@ def check_model_dir(path: Path) -> None:
         tokenizer = json.loads(tokenizer_config.read_text(encoding="utf-8")) if tokenizer_config.is_file() else {}
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"{tokenizer_config}: unreadable tokenizer config ({exc})") from exc
-    if isinstance(tokenizer, dict) and "auto_map" in tokenizer:  # (transformers took a generic tokenizer in silence)
-        raise ModelLoadError(f"{tokenizer_config}: the tokenizer needs its own code (auto_map); nestling never runs "
+    if isinstance(tokenizer, dict) and "auto_map" in tokenizer and not _builtin_tokenizer(tokenizer):
+        # (transformers took a generic tokenizer in silence, which tokenizes otherwise)
+        raise ModelLoadError(f"{tokenizer_config}: the tokenizer needs its own code (auto_map, and tokenizer_class "
+                             f"{tokenizer.get('tokenizer_class')!r} is none of transformers' own); nestling never runs "
                              "remote code")
     weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
     if not weights:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nestling.daemon.bench.prompts import collect, load_jsonl
+from nestling.daemon.bench.prompts import collect, interleaved, load_jsonl
 
 
 @pytest.mark.parametrize("line,message", [("[1, 2]", "expected a JSON object, not list"),
@@ -35,11 +35,13 @@ def test_a_limit_takes_positions_from_every_file_in_turn(tmp_path):
     """(QA: `--limit 4` took the four positions of the first file, alphabetically: a quick run was one Java file.)"""
     for name in ("a.py", "b.py", "c.py"):
         (tmp_path / name).write_text("".join(f"value_{i} = compute_something({i}, {i + 1})\n" for i in range(40)))
-    files = [p.id.split(":")[0] for p in collect([tmp_path], per_file=3, limit=4)]
-    assert files == ["a.py", "b.py", "c.py", "a.py"]
+    taken = collect([tmp_path], per_file=3, limit=4)
+    assert [p.id.split(":")[0] for p in taken] == ["a.py", "b.py", "c.py", "a.py"]
+    assert [p.kind for p in taken] == ["line_start", "mid_line", "line_start", "mid_line"]  # (review: all line starts)
     whole = collect([tmp_path], per_file=3, limit=None)  # no cut: file by file, as before
     assert [p.id.split(":")[0] for p in whole] == ["a.py"] * 3 + ["b.py"] * 3 + ["c.py"] * 3
     assert sorted(p.id for p in collect([tmp_path], per_file=3, limit=9)) == sorted(p.id for p in whole)
+    assert interleaved([[1, 2], [3, 4], [5], []]) == [1, 4, 5, 2, 3]
 
 
 def test_an_empty_prompt_file_says_what_a_prompt_file_holds(tmp_path):

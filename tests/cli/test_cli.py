@@ -103,13 +103,16 @@ def test_bench_compares_modes_side_by_side(model_dir, head_dir, tmp_path):
     (src / "a.py").write_text("\n".join(f"def f{i}(x):\n    return x * {i} + {i}" for i in range(12)))
     out = tmp_path / "bench.json"
     result = nestling("bench", src, "--model", model_dir, "--head", head_dir, "--dtype", "float32",
-                      "--per-file", 3, "--max-tokens", 10, "--peers", "--out", out)
+                      "--per-file", 3, "--max-tokens", 10, "--modes", "ar,spec,eagle-ref", "--depth", 3, "--top-k", 3,
+                      "--total-tokens", 8, "--peers", "--out", out)
     assert result.returncode == 0, result.stderr
     assert "identical" in result.stdout and "warning" not in result.stderr.replace(BUSY_WARNING, "")
     report = json.loads(out.read_text())
     modes = {m["mode"]: m for m in report["modes"]}
-    assert set(modes) == {"ar", "spec", "hf-greedy", "hf-lookup"}
-    for mode in ("spec", "hf-greedy", "hf-lookup"):
+    assert set(modes) == {"ar", "spec", "eagle-ref", "hf-greedy", "hf-lookup"}
+    assert report["settings"]["eagle_ref_tree"] == {"top_k": 3, "depth": 3, "total_tokens": 8, "min_prob": 0.0,
+                                                    "sizer": None, "buckets": []}
+    for mode in ("spec", "eagle-ref", "hf-greedy", "hf-lookup"):
         assert modes[mode]["identical_to_baseline"] == "3/3"
     assert modes["spec"]["speedup_vs_baseline"] is not None
     assert report["settings"]["draft_gate"] is True
@@ -422,6 +425,7 @@ def test_bench_refuses_flags_it_would_ignore_and_trees_that_would_not_fit_before
     --max-tokens 1 ran, or failed after the model loaded; a 100,000-node eagle-ref tree took the machine's memory.)"""
     (tmp_path / "empty.py").write_text("")
     (tmp_path / "existing.json").write_text("kept")
+    (tmp_path / "nothing").mkdir()
     for flags, message in (
             (("--target", "type-through", "--by-region", "--peers"),
              "--target type-through does not take --peers (for --target engine), --by-region (for --target engine): "
@@ -436,6 +440,12 @@ def test_bench_refuses_flags_it_would_ignore_and_trees_that_would_not_fit_before
             (("--depth", 65, "--modes", "ar,eagle-ref"), "--depth 65: bench takes at most 64"),
             (("--head", "none", "--ablation"), "--head none: eagle-ref, eagle-latency, eagle-syntax draft with a head "
                                                "(or a draft model); give one, or --modes ar,lookup,spec"),
+            (("--head", "none", "--modes", "eagle-ref"), "draft with a head (or a draft model); give one\n"),
+            # (review: without --head, the default head, this was refused as --head none)
+            (("--ablation", "--shape-variants", tmp_path / "absent.json"), "absent.json: cannot read it"),
+            (("--target", "grpc", "--no-draft-gate"), "does not take --no-draft-gate (for --target engine or "
+                                                      "type-through)"),
+            (("--target", "open", tmp_path / "nothing"), "no source files in"),
             (("--max-tokens", 1), "--max-tokens must be at least 2: decode tokens/s are timed after the first token"),
             (("--out", "/proc/report.json"), "--out /proc/report.json: cannot write it"),
             (("--out", tmp_path / "empty.py" / "r.json"), f"{tmp_path / 'empty.py'} is a file, not a folder"),
@@ -448,7 +458,7 @@ def test_bench_refuses_flags_it_would_ignore_and_trees_that_would_not_fit_before
         assert result.returncode == 2 and message in result.stderr, (flags, result.stderr)
         assert "Traceback" not in result.stderr and "loading" not in result.stderr.lower()
     assert (tmp_path / "existing.json").read_text() == "kept"  # (checked for writing, not written)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.py", "existing.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.py", "existing.json", "nothing"]
 
 
 def test_bench_prints_its_table_before_writing_out_and_keeps_what_an_interrupted_run_measured(model_dir, head_dir,
@@ -472,7 +482,7 @@ def test_bench_prints_its_table_before_writing_out_and_keeps_what_an_interrupted
              "--per-file", "4", "--max-tokens", "6"]
     assert main([*flags, "--out", str(out)]) == 130
     said = capsys.readouterr()
-    assert f"nestling bench: interrupted after 2 of 4 prompts: the results below are theirs (and {out} holds them)" \
+    assert f"nestling bench: interrupted after 2 of 4 prompts: the results below are theirs (and go to {out})" \
         in said.err
     assert "2 prompts, up to 6 new tokens each" in said.out and "identical" in said.out
     report = json.loads(out.read_text())

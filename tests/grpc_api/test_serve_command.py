@@ -116,7 +116,7 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         shutil.copytree(model_folder, own_code)
         tokenizer_config = json.loads((own_code / "tokenizer_config.json").read_text())
         (own_code / "tokenizer_config.json").write_text(json.dumps({**tokenizer_config, "auto_map": {
-            "AutoTokenizer": ["tokenization_own.OwnTokenizer", None]}}))
+            "AutoTokenizer": ["tokenization_own.OwnTokenizer", None]}, "tokenizer_class": "OwnTokenizer"}))
         wide = tiny_config(hidden=48)
         wide._attn_implementation = "sdpa"
         wide_head = save_head(tiny_head(TargetModel(Qwen2ForCausalLM(wide).eval(), None, "wide")), tmp_path / "wide")
@@ -124,7 +124,7 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
                  (["--model", model_folder, "--head", wide_head], f"{wide_head}: its hidden_size is 48, the model's")]
         if not torch.cuda.is_available():
             cases.append((["--model", model_folder, "--head", "untrained", "--device", "cuda"],
-                          "--device device 'cuda' was asked for but CUDA is not available"))
+                          "device 'cuda' was asked for but CUDA is not available; the running daemon is left"))
         for flags, said in cases + [(["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
                             (["--model", model_folder, "--head", corrupt], "config.json"),
                             (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder"),

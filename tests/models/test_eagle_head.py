@@ -256,17 +256,29 @@ def test_a_head_whose_draft_vocabulary_is_broken_is_refused_by_name(tmp_path, ta
         load_head(folder, target)
 
 
-def test_a_head_config_far_larger_than_its_weights_is_refused_before_its_memory_is_taken(tmp_path, target):
+def test_a_head_config_far_larger_than_its_weights_is_refused_before_its_memory_is_taken(tmp_path, target,
+                                                                                        monkeypatch):
     """(QA: intermediate_size 4,000,000 in a head's config.json took 1.9 GB before the shapes were compared.)"""
-    import resource
+    from nestling.daemon.models import eagle_head
+
+    built_on = []  # the default device of each head built
+
+    class Recorded(eagle_head.EagleHead):
+        def __init__(self, *args, **kwargs):
+            built_on.append(torch.get_default_device().type)
+            super().__init__(*args, **kwargs)
 
     folder = save_head(tiny_head(target), tmp_path / "h")
+    monkeypatch.setattr(eagle_head, "EagleHead", Recorded)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "intermediate_size": 2_000_000}))  # ~1.5 GB of weights
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(HeadLoadError, match=r"mlp\.\w+_proj\.weight has shape .*, the config implies .*2000000"):
         load_head(folder, target)
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing of the config's size
+    assert built_on == ["meta"]  # compared on the meta device, never built with the config's memory
+    (folder / "config.json").write_text(json.dumps(config))
+    built_on.clear()
+    load_head(folder, target)
+    assert built_on == ["meta", "cpu"]
 
 
 def test_a_models_folder_given_as_a_head_is_told_how_to_draft_with_a_model(tmp_path, target):

@@ -142,3 +142,6 @@ def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_
     weights = [AutoModelForCausalLM.from_pretrained(str(c), dtype=torch.float32).lm_head.weight for c in converted]
     assert not torch.equal(*weights)
     assert resolve_model_path(str(paths[0]), progress=False)[1] == converted[0]  # (converted once)
+    paths[0].write_bytes(paths[1].read_bytes())  # replaced where it is: same path, size and time, other weights
+    os.utime(paths[0], ns=(1_000_000_000, 1_000_000_000))
+    assert resolve_model_path(str(paths[0]), progress=False)[1] not in converted  # (review: the path told them apart)

@@ -204,3 +204,21 @@ def test_a_config_json_the_weights_do_not_fit_is_refused_by_tensor_before_the_mo
         load_target(str(folder), dtype="float32", progress=False)
     assert "tensors of the weights have no place in the llama model config.json describes, and are left out " \
            "(model.layers.0.self_attn.k_proj.bias" in caplog.text
+
+
+def test_a_tokenizer_that_needs_its_own_code_is_refused_and_a_leftover_auto_map_is_not(tmp_path):
+    """(QA: a tokenizer_config.json with auto_map and a class of its own got a generic tokenizer, in silence; review:
+    an auto_map left beside a class of transformers' own is no reason to refuse.)"""
+    from nestling.daemon.models.target import check_model_dir
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    own = {"AutoTokenizer": ["tokenization_own.OwnTokenizer", None]}
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "auto_map": own}))
+    check_model_dir(folder)  # (its class, TokenizersBackend, is transformers' own)
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "auto_map": own,
+                                                              "tokenizer_class": "OwnTokenizer"}))
+    with pytest.raises(ModelLoadError, match=r"tokenizer_config.json: the tokenizer needs its own code \(auto_map, and "
+                                             r"tokenizer_class 'OwnTokenizer' is none of transformers' own\)"):
+        check_model_dir(folder)
