@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ class BenchPrompt:
 
 
 def source_files(sources: list[Path]) -> list[Path]:
-    """The files SOURCES name: a file as it is, a folder's source files (SOURCE_SUFFIXES, sorted, below it)."""
+    """The files SOURCES name: a file as it is, a folder's source files (SOURCE_SUFFIXES, sorted, below it); a file
+    named twice (or found in two of them) once."""
     found: list[Path] = []
     for source in sources:
         if source.is_dir():
@@ -30,12 +32,23 @@ def source_files(sources: list[Path]) -> list[Path]:
             found.append(source)
         else:
             raise ValueError(f"{source}: no such file or folder")
-    return found
+    seen: set[Path] = set()
+    return [p for p in found if not (p.resolve() in seen or seen.add(p.resolve()))]
 
 
-def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8) -> list[BenchPrompt]:
+def short_names(files: list[Path]) -> list[str]:
+    """Each file's name for prompt ids: its path below the folder the files share (`d1/util.py`, `d2/util.py`), the
+    file name alone where that is all they differ in (the held-out files: `graph_paths.py`)."""
+    if len(files) < 2:
+        return [p.name for p in files]
+    common = Path(os.path.commonpath([str(p.resolve().parent) for p in files]))
+    return [p.resolve().relative_to(common).as_posix() for p in files]
+
+
+def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8, name: str | None = None) -> list[BenchPrompt]:
     """`count` cursor positions in `path`, alternating line starts (after indentation) and mid-line,
-    chosen by a generator seeded with the file's name so every run picks the same ones."""
+    chosen by a generator seeded with the file's name so every run picks the same ones; their ids start with `name`
+    (default the file's name)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     if "\x00" in text:  # (as `complete` refuses it)
         raise ValueError(f"{path} does not look like text (it has NUL bytes)")
@@ -52,7 +65,8 @@ def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8) -> list
         else:
             col, kind = rng.randint(indent + 1, max(indent + 1, len(line) - 2)), "mid_line"
         offset = sum(len(l) + 1 for l in lines[:line_no]) + col
-        prompts.append(BenchPrompt(f"{path.name}:{line_no + 1}:{col + 1}", text[:offset], text[offset:], path.name, kind))
+        prompts.append(BenchPrompt(f"{name or path.name}:{line_no + 1}:{col + 1}", text[:offset], text[offset:], path.name,
+                                   kind))
     return prompts
 
 
@@ -124,14 +138,14 @@ def collect(sources: list[Path], per_file: int, limit: int | None) -> list[Bench
     if named:
         prompts += load_humaneval()[: limit or None]
         sources = [s for s in sources if s not in named]
-    in_files = [positions_in_file(path, per_file) for path in source_files([s for s in sources if s.suffix != ".jsonl"])]
+    files = source_files([s for s in sources if s.suffix != ".jsonl"])
+    in_files = [positions_in_file(path, per_file, name=name) for path, name in zip(files, short_names(files))]
     cut = limit and limit < sum(map(len, in_files))  # (a short run samples every file, not the first file's positions)
     prompts += interleaved(in_files) if cut else [p for in_file in in_files for p in in_file]
     for path in (s for s in sources if s.suffix == ".jsonl"):
         prompts += load_jsonl(path)
     if not prompts:
-        files = [s for s in sources if s.suffix != ".jsonl"]
         raise ValueError("no benchmark prompts found in " + ", ".join(map(str, sources))
                          + (" (a position in a source file needs 8 lines above it, on a line of 8 characters or more)"
-                            if files else " (a .jsonl holds one prompt a line)"))
+                            if any(s.suffix != ".jsonl" for s in sources) else " (a .jsonl holds one prompt a line)"))
     return prompts[:limit] if limit else prompts

@@ -49,3 +49,15 @@ def test_an_empty_prompt_file_says_what_a_prompt_file_holds(tmp_path):
     with pytest.raises(ValueError, match=r"no benchmark prompts found in .*empty.jsonl \(a .jsonl holds one prompt a "
                                          r"line\)"):
         collect([tmp_path / "empty.jsonl"], per_file=1, limit=None)
+
+
+def test_files_of_one_name_in_two_folders_get_ids_apart_and_a_file_named_twice_is_benched_once(tmp_path):
+    """(QA: `d1/util.py` and `d2/util.py` gave the same prompt ids, and a file given twice was benched twice.)"""
+    for folder in ("d1", "d2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "util.py").write_text("".join(f"{folder}_{i} = compute({i}, {i + 1})\n" for i in range(40)))
+    prompts = collect([tmp_path / "d1", tmp_path / "d2", tmp_path / "d1" / "util.py"], per_file=1, limit=None)
+    assert [p.id.split(":")[0] for p in prompts] == ["d1/util.py", "d2/util.py"]
+    assert {p.path for p in prompts} == {"util.py"}  # (the name the prompt shows the model is the file's)
+    single = collect([tmp_path / "d1"], per_file=2, limit=None)
+    assert {p.id.split(":")[0] for p in single} == {"util.py"}
