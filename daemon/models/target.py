@@ -425,6 +425,18 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
     raise ModelLoadError(f"{named}: expected a model folder or a .gguf file")
 
 
+def check_outputs_are_numbers(model: torch.nn.Module, path: Path) -> None:
+    """ModelLoadError where one token through the model gives logits that are not numbers (NaN or inf weights, or
+    values the dtype cannot hold: such a model decoded an empty completion, "stop: eos", without a word). One
+    token's forward, tens of milliseconds; every layer's weights and the lm_head take part."""
+    with torch.no_grad():
+        logits = model(input_ids=torch.zeros(1, 1, dtype=torch.long, device=model.device)).logits
+    if not torch.isfinite(logits).all():
+        raise ModelLoadError(f"{path}: the model computes logits that are not numbers (NaN or inf) for a one-token "
+                             f"input: its weights hold NaN or inf values, or values too large for "
+                             f"{str(model.dtype).removeprefix('torch.')} (try --dtype float32)")
+
+
 GGUF_SAMPLE_BYTES = 1 << 20  # how much of a GGUF file's start and end its stamp reads
 
 
@@ -453,6 +465,7 @@ def load_target(
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(torch_device, dtype)
     model = load_hf_model(path, torch_device, torch_dtype)
+    check_outputs_are_numbers(model, path)
     tokenizer = _load_tokenizer(path, model.get_input_embeddings().weight.shape[0])
     if tokenizer is not None and _fim_tokens(tokenizer) is None:  # (the text after the cursor was left out in silence)
         log.warning("%s has no fill-in-the-middle tokens nestling knows (Qwen2.5-Coder's, StarCoder's or "

@@ -222,3 +222,20 @@ def test_a_tokenizer_that_needs_its_own_code_is_refused_and_a_leftover_auto_map_
     with pytest.raises(ModelLoadError, match=r"tokenizer_config.json: the tokenizer needs its own code \(auto_map, and "
                                              r"tokenizer_class 'OwnTokenizer' is none of transformers' own\)"):
         check_model_dir(folder)
+
+
+def test_a_model_whose_weights_hold_nan_is_refused_at_load(tmp_path):
+    """(QA: NaN or inf weights decoded an empty completion, "stop: eos", without a word.)"""
+    from safetensors.torch import load_file, save_file
+
+    from nestling.daemon.models.target import load_target
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    assert load_target(str(folder), dtype="float32", progress=False).fim_tokens is not None
+    weights = load_file(folder / "model.safetensors")
+    weights["model.layers.1.mlp.down_proj.weight"][0, 0] = float("nan")
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError, match=r"the model computes logits that are not numbers \(NaN or inf\) for a "
+                                             r"one-token input: its weights hold NaN or inf values"):
+        load_target(str(folder), dtype="float32", progress=False)
