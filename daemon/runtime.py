@@ -221,8 +221,14 @@ def load_draft_model(target: TargetModel, spec: str, progress: bool = True) -> T
     tokens, so it must have the target's tokenizer and no token id the target lacks."""
     if not spec:
         raise ModelLoadError("--head model:SPEC needs a model after 'model:' (an embedded name, folder or .gguf)")
-    draft = load_target(spec, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
-                        progress=progress, named=f"--head {DRAFT_MODEL + spec!r}")
+    named = f"--head {DRAFT_MODEL + spec!r}"
+    try:
+        draft = load_target(spec, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
+                            progress=progress, named=named)
+    except ModelLoadError as exc:  # (a folder's errors name the folder alone: say which flag gave it)
+        if str(exc).startswith(named):
+            raise
+        raise ModelLoadError(f"{named}: {exc}") from exc
     if draft.config.vocab_size > target.config.vocab_size:
         raise ModelLoadError(f"draft model {draft.name}: {draft.config.vocab_size} token ids, more than the "
                              f"{target.config.vocab_size} of {target.name}")

@@ -108,6 +108,11 @@ def test_a_draft_model_with_another_tokenizer_is_refused_by_name(tmp_path):
         resolve_head(target, f"model:{tmp_path / 'missing'}", progress=False)  # (it spoke of --model)
     with pytest.raises(ModelLoadError, match="needs a model"):
         resolve_head(target, "model:", progress=False)
+    unweighted = tmp_path / "unweighted"  # (QA: a draft model folder's own errors did not say --head gave it)
+    unweighted.mkdir()
+    (unweighted / "config.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match=re.escape(f"--head 'model:{unweighted}': {unweighted}: no weights")):
+        resolve_head(target, f"model:{unweighted}", progress=False)
 
 
 def test_a_model_without_a_shipped_head_drafts_with_its_embedded_sibling(tmp_path, monkeypatch):
