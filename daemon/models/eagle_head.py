@@ -291,7 +291,8 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
 
             state = load_file(str(path))
         else:
-            state = torch.load(str(path), map_location="cpu", weights_only=True)
+            with quiet_transformers():  # (torch's pickle-protocol warning)
+                state = torch.load(str(path), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:  # (torch's own text advises weights_only=False: running the file's code)
         raise HeadLoadError(f"{path}: not a file of tensors only (it is no torch file, or holds Python objects, "
                             "which nestling never unpickles)") from None

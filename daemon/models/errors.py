@@ -3,6 +3,7 @@
 Every message names the file (or package) at fault and what was wrong with it, so a user can act on it.
 """
 
+import warnings
 from contextlib import contextmanager
 
 
@@ -23,7 +24,9 @@ def quiet_transformers():
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        yield
+        with warnings.catch_warnings():  # torch's, on a .bin file saved by another pickle version: no matter here
+            warnings.filterwarnings("ignore", message=".*pickle protocol.*")
+            yield
     finally:
         hf_logging.set_verbosity(verbosity)
 

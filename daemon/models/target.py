@@ -360,6 +360,10 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
                 local_files_only=True, output_loading_info=True,
             )
     except Exception as exc:
+        if "weights_only" in str(exc):  # (torch's own text advises weights_only=False: running the file's code)
+            raise ModelLoadError(f"{path}: its .bin weights cannot be read as tensors only (they hold Python objects, "
+                                 "or use a pickle protocol torch's safe loader does not read), and nestling never "
+                                 "unpickles anything else: save them as safetensors") from None
         raise ModelLoadError(f"{path}: could not load the model ({type(exc).__name__}: {exc})") from exc
     if unused := sorted(info.get("unexpected_keys") or ()):  # (dropped in silence: a config.json of another model?)
         log.warning("%s: %d tensors of the weights have no place in the %s model config.json describes, and are left "

@@ -239,3 +239,29 @@ def test_a_model_whose_weights_hold_nan_is_refused_at_load(tmp_path):
     with pytest.raises(ModelLoadError, match=r"the model computes logits that are not numbers \(NaN or inf\) for a "
                                              r"one-token input: its weights hold NaN or inf values"):
         load_target(str(folder), dtype="float32", progress=False)
+
+
+def test_bin_weights_that_hold_python_objects_are_refused_without_advice_to_run_them(tmp_path, capfd):
+    """(QA: torch's message advised re-running with weights_only=False, which would run the file's code.)"""
+    import pathlib
+
+    from safetensors.torch import load_file
+
+    from nestling.daemon.models.target import load_target
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    state = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    torch.save({**state, "extra": pathlib.PurePosixPath("/x")}, folder / "pytorch_model.bin")
+    with pytest.raises(ModelLoadError) as refused:
+        load_target(str(folder), dtype="float32", progress=False)
+    said = "its .bin weights cannot be read as tensors only (they hold Python objects, or use a pickle protocol"
+    assert said in str(refused.value) and "weights_only=False" not in str(refused.value)
+    torch.save(state, folder / "pytorch_model.bin", pickle_protocol=4)  # (torch's safe loader reads protocol 2 only)
+    capfd.readouterr()
+    with pytest.raises(ModelLoadError, match=re.escape(said)):
+        load_target(str(folder), dtype="float32", progress=False)
+    assert "pickle protocol" not in capfd.readouterr().err  # (torch's warning, raw on stderr before)
+    torch.save(state, folder / "pytorch_model.bin")  # tensors only
+    assert load_target(str(folder), dtype="float32", progress=False).fim_tokens is not None
