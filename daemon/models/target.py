@@ -412,7 +412,13 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
 
     if spec is None or spec in EMBEDDED_MODELS:
         name = spec or DEFAULT_MODEL
-        return name, ensure_embedded_model(name, progress=progress)
+        try:
+            return name, ensure_embedded_model(name, progress=progress)
+        except ModelLoadError as exc:
+            if spec is not None and Path(spec).exists():  # (the name is the embedded model's, not this folder's)
+                raise ModelLoadError(f"{exc} ({named} names the embedded model; ./{spec} names the {spec} here)") \
+                    from exc
+            raise
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelLoadError(

@@ -265,3 +265,21 @@ def test_bin_weights_that_hold_python_objects_are_refused_without_advice_to_run_
     assert "pickle protocol" not in capfd.readouterr().err  # (torch's warning, raw on stderr before)
     torch.save(state, folder / "pytorch_model.bin")  # tensors only
     assert load_target(str(folder), dtype="float32", progress=False).fim_tokens is not None
+
+
+def test_an_embedded_models_name_that_is_also_a_folder_here_says_how_to_name_the_folder(tmp_path, monkeypatch):
+    """(QA: with a folder of that name here, --model qwen2.5-coder-1.5b printed only a pip command for 22 packages.)"""
+    from nestling.daemon.models import default_model
+    from nestling.daemon.models.target import resolve_model_path
+
+    def not_installed(name, progress=True):
+        raise ModelLoadError(f"{name} is not installed: pip install ...")
+
+    monkeypatch.setattr(default_model, "ensure_embedded_model", not_installed)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelLoadError, match=r"is not installed: pip install \.\.\.$"):
+        resolve_model_path("qwen2.5-coder-1.5b", progress=False)
+    (tmp_path / "qwen2.5-coder-1.5b").mkdir()
+    with pytest.raises(ModelLoadError, match=re.escape("(--model 'qwen2.5-coder-1.5b' names the embedded model; "
+                                                       "./qwen2.5-coder-1.5b names the qwen2.5-coder-1.5b here)")):
+        resolve_model_path("qwen2.5-coder-1.5b", progress=False)
