@@ -252,8 +252,9 @@ def _load_tokenizer(path: Path, vocab_rows: int):
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False, local_files_only=True)
-    except Exception as exc:
-        raise ModelLoadError(f"{path}: could not load the tokenizer ({exc})") from exc
+    except Exception as exc:  # (its text names no file: "Expecting value: line 1 column 1", "('added_tokens')")
+        raise ModelLoadError(f"{path}: could not load the tokenizer ({_unreadable_json(path, TOKENIZER_JSON) or exc})") \
+            from exc
     if not tokenizer("def f(x):", add_special_tokens=False)["input_ids"]:
         raise ModelLoadError(f"{path}: no usable tokenizer (text encodes to no tokens): the folder needs its "
                              "tokenizer files (tokenizer.json, or vocab.json and merges.txt)")
@@ -262,6 +263,24 @@ def _load_tokenizer(path: Path, vocab_rows: int):
         raise ModelLoadError(f"{path}: the tokenizer has token id {largest} but the model only {vocab_rows} "
                              "embeddings: the tokenizer belongs to another model")
     return tokenizer
+
+
+TOKENIZER_JSON = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json")
+
+
+def _unreadable_json(folder: Path, names) -> str | None:
+    """"FILE is not JSON (...)" for the first of `names` in `folder` that is no JSON object, None if none is."""
+    for name in names:
+        file = folder / name
+        if not file.is_file():
+            continue
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return f"{file} is not JSON ({exc})"
+        if not isinstance(data, dict):
+            return f"{file} is not a JSON object"
+    return None
 
 
 def _builtin_tokenizer(tokenizer_config: dict) -> bool:
@@ -301,6 +320,12 @@ def check_model_dir(path: Path) -> None:
     weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
     if not weights:
         raise ModelLoadError(f"{path}: no weights (*.safetensors or pytorch_model*.bin)")
+    for index in [*path.glob("*.safetensors.index.json"), *path.glob("pytorch_model*.bin.index.json")]:
+        problem = _unreadable_json(path, [index.name])  # (transformers said "JSONDecodeError" or "KeyError: 'weight_map'")
+        if problem is None and not isinstance(json.loads(index.read_text(encoding="utf-8")).get("weight_map"), dict):
+            problem = f"{index} has no weight_map (the file of each tensor)"
+        if problem:
+            raise ModelLoadError(f"{path}: {problem}")
 
 
 LARGER_THAN_ITS_WEIGHTS = 1.1  # a config.json whose model has this many times the weights' values is another's

@@ -283,3 +283,21 @@ def test_an_embedded_models_name_that_is_also_a_folder_here_says_how_to_name_the
     with pytest.raises(ModelLoadError, match=re.escape("(--model 'qwen2.5-coder-1.5b' names the embedded model; "
                                                        "./qwen2.5-coder-1.5b names the qwen2.5-coder-1.5b here)")):
         resolve_model_path("qwen2.5-coder-1.5b", progress=False)
+
+
+def test_a_broken_index_or_tokenizer_file_is_named(tmp_path):
+    """(QA: "JSONDecodeError", "KeyError: 'weight_map'" or "Expecting value: line 1 column 1", naming no file.)"""
+    from nestling.daemon.models.target import load_target
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    index = folder / "model.safetensors.index.json"
+    for text, says in (("{not json", f"{index} is not JSON"), ("{}", f"{index} has no weight_map")):
+        index.write_text(text)
+        with pytest.raises(ModelLoadError, match=re.escape(says)):
+            load_target(str(folder), dtype="float32", progress=False)
+    index.unlink()
+    (folder / "tokenizer.json").write_text("")
+    with pytest.raises(ModelLoadError, match=re.escape(f"could not load the tokenizer ({folder / 'tokenizer.json'} is "
+                                                       "not JSON")):
+        load_target(str(folder), dtype="float32", progress=False)
