@@ -159,7 +159,7 @@ def run(args) -> int:
     if args.raw and args.line_mode != "auto":
         raise ValueError("--line-mode says where to cut the text, and --raw does not cut it: drop one of them")
     warn_unused_sampling_flags(args)
-    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0), language)
+    return complete_here(args, text, prefix, suffix, LfDocument.of(raw, 0), language, raw_offset(raw, len(prefix)))
 
 
 def _language(args) -> LanguageSpec | None:
@@ -181,9 +181,10 @@ def file_name(args) -> str | None:
 
 
 def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocument,
-                  language: LanguageSpec | None) -> int:
+                  language: LanguageSpec | None, cursor: int) -> int:
     """The completion between `prefix` and `suffix` from the model loaded in this process, text (in the line breaks of
-    the file `document` read, as the daemon gives it) then stats."""
+    the file `document` read, as the daemon gives it) then stats; `cursor`: the offset in the file (code points) the
+    completion is inserted at, --json's `replaces` as the daemon's."""
     from ..runtime import load_runtime  # torch and the model: not for --daemon
     from ..speculative.accept import Sampling
     from ..speculative.engine import StopRule
@@ -216,7 +217,8 @@ def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocumen
     shown = generation.text if context is None else finalize(generation.text or "", context, shape)
     shown = document.in_its_line_breaks(shown)
     if args.json:
-        print(json.dumps({"text": shown, "mode": args.mode, "region": region.value, "line_mode": shape,
+        print(json.dumps({"text": shown, "replaces": {"start": cursor, "end": cursor}, "mode": args.mode,
+                          "region": region.value, "line_mode": shape,
                           **runtime.describe(), "stats": stats_as_the_daemon_names_them(stats.to_dict())}))
         return 0
     sys.stdout.write(shown + "\n")

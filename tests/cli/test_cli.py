@@ -53,6 +53,8 @@ def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, so
     daemons = {field.name for field in pb.CompletionStats.DESCRIPTOR.fields}  # what `complete --daemon --json` gives
     assert daemons - {"queue_ms", "region", "mode"} <= set(spec_out["stats"])  # (region and mode: at the top here)
     assert ar_out["stats"]["tau"] == 1.0
+    cursor = source.read_text().index("print(os")  # line 5, column 5: where the daemon's `replaces` would be
+    assert spec_out["replaces"] == {"start": cursor, "end": cursor}  # (local --json lacked it; one parser reads both)
 
 
 def test_complete_plain_prints_text_then_stats_on_stderr(model_dir, source):
