@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -59,6 +60,15 @@ CLIENT = f"nestling-lsp-{uuid.uuid4().hex[:12]}"  # this language server's name 
 START_RETRY_S = 30.0  # after a failed start of the daemon, requests get its error for this long before another try
 
 
+MAX_TOKENS_REFUSED = re.compile(r"options\.max_tokens: must be 0\.\.(\d+)")  # the service's words (InvalidRequest)
+
+
+def max_tokens_limit(exc: grpc.aio.AioRpcError) -> int | None:
+    """The daemon's max_tokens_limit where `exc` refused a request for more tokens than it, else None."""
+    found = MAX_TOKENS_REFUSED.search(exc.details() or "") if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else None
+    return int(found.group(1)) if found and int(found.group(1)) > 0 else None
+
+
 class DaemonBackend:
     """Talks to the user's daemon; starts it when none answers, and reconnects if it restarts."""
 
@@ -75,6 +85,7 @@ class DaemonBackend:
         self.client = AsyncClient(self.target, self.token)  # (the token found: the editor's, $NESTLING_TOKEN's or the file's)
         self._starting: asyncio.Task | None = None
         self._start_failed: tuple[float, BackendError] | None = None  # when the last start failed, and how
+        self.max_tokens_limit: int | None = None  # the daemon's, once a request above it was refused
 
     async def close(self) -> None:
         await self.client.close()
@@ -197,8 +208,8 @@ class DaemonBackend:
 
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
         request = full_text_request(query.uri, query.text, query.cursor, query.language_id, client=CLIENT,
-                                    max_tokens=query.max_tokens, line_mode=LINE_MODE_CODES[query.line_mode],
-                                    alternatives=query.alternatives)
+                                    max_tokens=min(query.max_tokens, self.max_tokens_limit or query.max_tokens),
+                                    line_mode=LINE_MODE_CODES[query.line_mode], alternatives=query.alternatives)
         for attempt in range(2):
             try:
                 answer = await self.client.complete(request, timeout=120)
@@ -206,6 +217,12 @@ class DaemonBackend:
             except grpc.aio.AioRpcError as exc:
                 if exc.code() == grpc.StatusCode.UNAVAILABLE and attempt == 0:
                     await self.ensure_ready(progress)  # the daemon restarted or is loading: wait, then retry once
+                    continue
+                if attempt == 0 and (limit := max_tokens_limit(exc)) is not None:
+                    log.info("the daemon takes at most %d tokens a completion (its max_tokens_limit): asking for "
+                             "that many from now on, not maxTokens %d", limit, query.max_tokens)
+                    self.max_tokens_limit = limit  # (a limit under the editor's maxTokens refused every completion)
+                    request.options.max_tokens = limit
                     continue
                 if exc.code() == grpc.StatusCode.CANCELLED:
                     return []  # superseded by a newer request for the same document
@@ -281,8 +298,8 @@ class EmbeddedBackend:
 
         await self.ensure_ready(progress)
         request = CompletionRequest(uri=query.uri, language_id=query.language_id, text=query.text, cursor=query.cursor,
-                                    max_tokens=query.max_tokens, line_mode=query.line_mode,
-                                    alternatives=query.alternatives)
+                                    max_tokens=min(query.max_tokens, self.service.config.max_tokens_limit),
+                                    line_mode=query.line_mode, alternatives=query.alternatives)
         try:
             self.service.validate(request)
         except ValueError as exc:

@@ -19,10 +19,20 @@ def add_daemon_options(p, lead: str = "") -> None:
 
 
 def run(args) -> int:
-    from ..grpc_api.addresses import locked_socket
-    from ..grpc_api.client import user_daemon
+    import os
+    import sys
 
-    address, token = user_daemon(args.socket, args.tcp, args.token)
+    from ..grpc_api.addresses import locked_socket
+    from ..grpc_api.client import target_for, user_daemon
+    from ..service.config import TOKEN_VARIABLE
+
+    try:
+        address, token = user_daemon(args.socket, args.tcp, args.token)
+        config_problem = None
+    except ValueError as exc:  # (status exited 2, "serves but refuses to tell", and --json printed nothing)
+        config_problem = str(exc)
+        address, token = target_for(args.socket, args.tcp), args.token or os.environ.get(TOKEN_VARIABLE)
+        print(f"nestling status: warning: {config_problem}; asking the daemon at the default address", file=sys.stderr)
     state, stats, problem = _ask(address, token)
     pid = _lock_holder() if not args.socket and not args.tcp else None
     if state != "serving" and pid is not None and (named := locked_socket()) and f"unix:{named}" != address:
@@ -31,21 +41,26 @@ def run(args) -> int:
     if problem:
         if not args.json:
             raise ValueError(problem)
-        print(json.dumps({"state": state, "address": address, "error": problem}, indent=2))
+        print(json.dumps({"state": state, "address": address, "error": problem, **_config(config_problem)}, indent=2))
         return 2
     if state != "serving":
         state, message = _not_serving(state, address, pid)
-        print(json.dumps({"state": state, "address": address, "pid": pid, "message": message}, indent=2)
-              if args.json else message)
+        print(json.dumps({"state": state, "address": address, "pid": pid, "message": message,
+                          **_config(config_problem)}, indent=2) if args.json else message)
         return 1
     if args.json:
         from ..code_stamp import code_stamp
 
         print(json.dumps({"state": state, "address": address, "pid": pid, **as_dict(stats),
-                          "installed_code_stamp": code_stamp()}, indent=2))
+                          "installed_code_stamp": code_stamp(), **_config(config_problem)}, indent=2))
         return 0
     print("\n".join(describe(stats, address, pid)))
     return 0
+
+
+def _config(problem: str | None) -> dict:
+    """--json's `config_error`, where the config file could not be read."""
+    return {"config_error": problem} if problem else {}
 
 
 def _ask(address: str, token: str | None):

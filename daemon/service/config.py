@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import stat
 import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from ..log_levels import LOG_LEVELS
 from ..modes import MODES
+
+log = logging.getLogger(__name__)
 
 
 def config_path() -> Path:
@@ -118,10 +122,17 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {', '.join(sorted(names))})")
+        own = ServiceConfig(**data)
+        if own.tcp is not None and own.token is None and (overrides or {}).get("token"):
+            own = replace(own, token=overrides["token"])  # (a --token or $NESTLING_TOKEN opens a remote tcp too)
         try:
-            _validate(ServiceConfig(**data))  # the file's own values first, so that an error names the file
+            _validate(own)  # the file's own values first, so that an error names the file
         except ValueError as exc:
             raise ValueError(f"{path}: {exc}") from None
+        if "token" in data and os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning("%s holds the daemon's token and other users may read or change it (mode %o): chmod 600 %s",
+                        path, stat.S_IMODE(os.stat(path).st_mode), path)
+        data = _paths_from_its_folder(data, path)
         values.update(data)
         sources.update({k: f"file {path}" for k in data})
     for key, value in (overrides or {}).items():
@@ -132,10 +143,36 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
     _validate(config, sources)
     if sources["socket"].startswith("file "):  # every client reads the file's path, each in its own working folder
         config = replace(config, socket=str(path.absolute().parent / Path(config.socket).expanduser()))
+    from ..grpc_api.addresses import MAX_SOCKET_PATH_BYTES  # (light: no grpc)
+
+    if len(os.fsencode(config.socket_path)) > MAX_SOCKET_PATH_BYTES:  # (found after a daemon had started, in gRPC's words)
+        where = f"{path}: setting socket" if sources["socket"].startswith("file ") else "--socket"
+        raise ValueError(f"{where} {str(config.socket_path)!r} is {len(os.fsencode(config.socket_path))} bytes long; a "
+                         f"Unix socket path may have at most {MAX_SOCKET_PATH_BYTES}")
     return config, sources
 
 
+def _paths_from_its_folder(data: dict, path: Path) -> dict:
+    """The file's relative model and head paths read from the file's folder, as its socket is (every client and an
+    editor's daemon start in their own working folders), where something is there; else as they are."""
+    def resolved(value):
+        if not isinstance(value, str) or value in ("none", "untrained"):
+            return value
+        if value.startswith("model:"):
+            return "model:" + resolved(value.removeprefix("model:"))
+        local = Path(value).expanduser()
+        beside = path.absolute().parent / local
+        if local.is_absolute() or not beside.exists():
+            return value
+        from ..models.default_model import EMBEDDED_MODELS  # (only here: it is not light)
+
+        return value if value in EMBEDDED_MODELS else str(beside)
+
+    return {**data, **{key: resolved(data[key]) for key in ("model", "head") if key in data}}
+
+
 DTYPES = ("bfloat16", "float32", "float16")  # what --dtype takes
+TOKEN = re.compile(r"[!-~]([ -~]*[!-~])?")  # what a bearer token in a gRPC header can be
 DTYPE_SHORT_NAMES = ("bf16", "fp32", "fp16")  # the model loader takes these too (config files written for it)
 DEVICE_NAME = re.compile(r"cpu|cuda(:\d+)?")  # what --device takes (whether that CUDA device is here: at load)
 # (least, most) of each count: the least a run can use (0 where it means none, or off), the most no machine gets near
@@ -167,6 +204,9 @@ def _validate(config: ServiceConfig, sources: dict[str, str] | None = None) -> N
         value = getattr(config, key)
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"{name_of(key)} must be a non-empty string, not {value!r}")
+    if config.token is not None and not TOKEN.fullmatch(config.token):  # (accepted, and no client could send it)
+        raise ValueError(f"{name_of('token')} must be printable ASCII with no space at either end (it travels in a "
+                         "gRPC header)")
     if config.device is not None and not DEVICE_NAME.fullmatch(config.device):
         raise ValueError(f"{name_of('device')} must be cpu, cuda or cuda:N, not {config.device!r}")
     if config.dtype is not None and config.dtype not in DTYPES + DTYPE_SHORT_NAMES:

@@ -374,3 +374,30 @@ def test_a_detached_daemon_keeps_grpcs_own_log_lines_unless_the_user_quieted_the
     assert argv == ["serve"] and "GRPC_VERBOSITY" not in env and "NESTLING_QUIET_GRPC" not in env
     monkeypatch.delenv("NESTLING_QUIET_GRPC")  # the user's own setting
     assert child_command(["serve"], None)[1]["GRPC_VERBOSITY"] == "NONE"
+
+
+def test_a_load_error_is_said_of_the_setting_it_is_about():
+    """(QA: a config file's float16 or cuda refusal was said of its model setting.)"""
+    from nestling.daemon.cli.serve import _setting_of
+    from nestling.daemon.models.errors import HeadLoadError, ModelLoadError
+    from nestling.daemon.models.target import resolve_device, resolve_dtype
+
+    said = {}
+    for name, load in (("device", lambda: resolve_device("bogus:x")),
+                       ("dtype", lambda: resolve_dtype(torch.device("cpu"), "fp8"))):
+        with pytest.raises(ModelLoadError) as refused:
+            load()
+        said[name] = _setting_of(refused.value)
+    assert said == {"device": "device", "dtype": "dtype"}
+    assert _setting_of(HeadLoadError("/h: no such head folder")) == "head"
+    assert _setting_of(ModelLoadError("/m: no weights")) == "model"
+
+
+def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp_path, env):
+    """(QA: it exited 2, which means "it serves but refuses to tell", and --json printed nothing.)"""
+    (tmp_path / "none.toml").write_text("max_tokens: 48\n")  # YAML, not TOML
+    result = nestling("status", "--json", env=env)
+    assert result.returncode == 1, result.stderr  # none serves
+    report = json.loads(result.stdout)
+    assert report["state"] == "absent" and "not valid TOML" in report["config_error"]
+    assert "warning:" in result.stderr and "asking the daemon at the default address" in result.stderr

@@ -292,3 +292,40 @@ def test_the_daemon_backend_names_this_language_server_in_every_request(tmp_path
 
     asyncio.run(scenario())
     assert sent == [backend_module.CLIENT] * 2 and backend_module.CLIENT.startswith("nestling-lsp-")
+
+
+def test_an_editors_max_tokens_above_the_daemons_limit_asks_for_the_limit(tmp_path, monkeypatch):
+    """(QA: a daemon with max_tokens_limit 32 refused every editor completion, which asks for maxTokens 64.)"""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    running = start_daemon(tmp_path, MODEL, max_tokens=4, max_tokens_limit=6)
+    cursor = TEXT.index("return names", len(TEXT) // 2)
+
+    async def completions():
+        backend = DaemonBackend(str(running.config.socket_path), None, None, auto_start=False)
+        try:
+            await backend.ensure_ready()
+            first = await backend.complete(Query("file:///a.py", "python", TEXT, cursor, 64, "single", 1))
+            limit = backend.max_tokens_limit
+            second = await backend.complete(Query("file:///a.py", "python", TEXT, cursor + 1, 64, "single", 1))
+            return first, limit, second
+        finally:
+            await backend.close()
+
+    try:
+        first, limit, second = asyncio.run(completions())
+        served = running.daemon.stats.snapshot()["requests"]
+    finally:
+        stop_daemon(running)
+    assert limit == 6 and first and second is not None
+    assert served == 2  # the refused request is not counted as served; each completion was asked for once more at most
+
+    async def embedded():
+        from nestling.daemon.service.config import ServiceConfig
+
+        backend = EmbeddedBackend(tiny_runtime, ServiceConfig(max_tokens=4, max_tokens_limit=6))
+        try:
+            return await backend.complete(Query("file:///a.py", "python", TEXT, cursor, 64, "single", 1))
+        finally:
+            await backend.close()
+
+    assert asyncio.run(embedded())  # (refused as "options.max_tokens: must be 0..6" before)

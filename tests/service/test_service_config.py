@@ -1,5 +1,6 @@
 """The service config file's errors name the file (the command-line cases: tests/grpc_api/test_serve_command.py)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -132,3 +133,63 @@ def test_a_relative_socket_in_the_config_file_is_its_folder_s(tmp_path, monkeypa
     assert load_config(path=path)[0].socket_path == tmp_path / "n.sock"
     path.write_text(f'socket = "{tmp_path / "abs.sock"}"\n')
     assert load_config(path=path)[0].socket_path == tmp_path / "abs.sock"
+
+
+@pytest.mark.parametrize("token", [" padded ", "t\u00f6k", "a\nb", "x "])
+def test_a_token_no_client_could_send_is_refused(tmp_path, token):
+    """(QA: the daemon started with it, and every client got UNAUTHENTICATED or "Invalid metadata".)"""
+    path = tmp_path / "config.toml"
+    path.write_text(f"token = {json.dumps(token)}\n")  # (a TOML basic string)
+    with pytest.raises(ValueError, match=r"setting token must be printable ASCII with no space at either end"):
+        load_config(path=path)
+    with pytest.raises(ValueError, match=r"--token must be printable ASCII"):
+        load_config({"token": token}, path=tmp_path / "none.toml")
+    assert load_config({"token": "tok en-123"}, path=tmp_path / "none.toml")[0].token == "tok en-123"
+
+
+def test_a_remote_address_in_the_file_takes_the_token_of_a_flag_or_the_environment(tmp_path):
+    """(QA: tcp and allow_remote in the file with $NESTLING_TOKEN were refused as having no token; the flags were not.)"""
+    path = tmp_path / "config.toml"
+    path.write_text('tcp = "0.0.0.0:47815"\nallow_remote = true\n')
+    with pytest.raises(ValueError, match="not a loopback address"):
+        load_config(path=path)
+    assert load_config({"token": "longrandomtoken"}, path=path)[0].token == "longrandomtoken"
+
+
+def test_a_token_in_a_file_others_can_read_is_warned_of(tmp_path, caplog):
+    path = tmp_path / "config.toml"
+    path.write_text('token = "s3cret"\n')
+    path.chmod(0o644)
+    load_config(path=path)
+    assert f"{path} holds the daemon's token and other users may read or change it (mode 644): chmod 600" in caplog.text
+    caplog.clear()
+    path.chmod(0o600)
+    load_config(path=path)
+    assert "holds the daemon's token" not in caplog.text
+
+
+def test_a_socket_path_too_long_for_a_unix_socket_is_refused_at_load_naming_the_file(tmp_path):
+    """(QA: it was found after a daemon had started, in gRPC's words, said of a --socket never given.)"""
+    path = tmp_path / "config.toml"
+    path.write_text(f'socket = "{tmp_path / ("x" * 110) / "d.sock"}"\n')
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: setting socket '.*' is \d+ bytes long; a Unix "
+                                         r"socket path may have at most 107"):
+        load_config(path=path)
+
+
+def test_relative_model_and_head_paths_in_the_file_are_read_from_its_folder(tmp_path, monkeypatch):
+    """(QA: they were read from each client's working folder, an editor's for the daemon it starts; the socket was
+    read from the file's.)"""
+    (tmp_path / "conf" / "tiny").mkdir(parents=True)
+    (tmp_path / "conf" / "myhead").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "conf" / "config.toml"
+    path.write_text('model = "tiny"\nhead = "myhead"\n')
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    config = load_config(path=path)[0]
+    assert (config.model, config.head) == (str(tmp_path / "conf" / "tiny"), str(tmp_path / "conf" / "myhead"))
+    path.write_text('model = "qwen2.5-coder-0.5b"\nhead = "model:tiny"\n')
+    config = load_config(path=path)[0]
+    assert (config.model, config.head) == ("qwen2.5-coder-0.5b", f"model:{tmp_path / 'conf' / 'tiny'}")
+    path.write_text('model = "absent"\nhead = "untrained"\n')  # nothing there: as written (the loader says so)
+    assert (load_config(path=path)[0].model, load_config(path=path)[0].head) == ("absent", "untrained")
