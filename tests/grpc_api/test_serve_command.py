@@ -120,7 +120,7 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         wide = tiny_config(hidden=48)
         wide._attn_implementation = "sdpa"
         wide_head = save_head(tiny_head(TargetModel(Qwen2ForCausalLM(wide).eval(), None, "wide")), tmp_path / "wide")
-        cases = [(["--model", own_code, "--head", "untrained"], "the tokenizer needs its own code (auto_map)"),
+        cases = [(["--model", own_code, "--head", "untrained"], "the tokenizer needs its own code (auto_map, and"),
                  (["--model", model_folder, "--head", wide_head], f"{wide_head}: its hidden_size is 48, the model's")]
         if not torch.cuda.is_available():
             cases.append((["--model", model_folder, "--head", "untrained", "--device", "cuda"],
