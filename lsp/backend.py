@@ -85,7 +85,7 @@ class DaemonBackend:
         self.client = AsyncClient(self.target, self.token)  # (the token found: the editor's, $NESTLING_TOKEN's or the file's)
         self._starting: asyncio.Task | None = None
         self._start_failed: tuple[float, BackendError] | None = None  # when the last start failed, and how
-        self.max_tokens_limit: int | None = None  # the daemon's, once a request above it was refused
+        self.max_tokens_limit: int | None = None  # the daemon's, as its last refusal of a request above it said
 
     async def close(self) -> None:
         await self.client.close()
@@ -208,20 +208,25 @@ class DaemonBackend:
 
     async def complete(self, query: Query, progress: Progress | None = None) -> list[str]:
         request = full_text_request(query.uri, query.text, query.cursor, query.language_id, client=CLIENT,
-                                    max_tokens=min(query.max_tokens, self.max_tokens_limit or query.max_tokens),
-                                    line_mode=LINE_MODE_CODES[query.line_mode], alternatives=query.alternatives)
-        for attempt in range(2):
+                                    max_tokens=query.max_tokens, line_mode=LINE_MODE_CODES[query.line_mode],
+                                    alternatives=query.alternatives)
+        waited = clamped = False
+        for _ in range(3):
             try:
                 answer = await self.client.complete(request, timeout=120)
                 return [item.text for item in answer.items]
             except grpc.aio.AioRpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAVAILABLE and attempt == 0:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE and not waited:
                     await self.ensure_ready(progress)  # the daemon restarted or is loading: wait, then retry once
+                    waited = True
                     continue
-                if attempt == 0 and (limit := max_tokens_limit(exc)) is not None:
-                    log.info("the daemon takes at most %d tokens a completion (its max_tokens_limit): asking for "
-                             "that many from now on, not maxTokens %d", limit, query.max_tokens)
-                    self.max_tokens_limit = limit  # (a limit under the editor's maxTokens refused every completion)
+                if not clamped and (limit := max_tokens_limit(exc)) is not None:
+                    # a limit under the editor's maxTokens refused every completion: ask again for the limit (each
+                    # time: a refusal costs a round trip, and a daemon restarted with another limit is followed)
+                    if limit != self.max_tokens_limit:
+                        log.info("the daemon takes at most %d tokens a completion (its max_tokens_limit): asking for "
+                                 "that many, not maxTokens %d", limit, query.max_tokens)
+                    self.max_tokens_limit, clamped = limit, True
                     request.options.max_tokens = limit
                     continue
                 if exc.code() == grpc.StatusCode.CANCELLED:

@@ -37,12 +37,20 @@ def source_files(sources: list[Path]) -> list[Path]:
 
 
 def short_names(files: list[Path]) -> list[str]:
-    """Each file's name for prompt ids: its path below the folder the files share (`d1/util.py`, `d2/util.py`), the
-    file name alone where that is all they differ in (the held-out files: `graph_paths.py`)."""
-    if len(files) < 2:
-        return [p.name for p in files]
-    common = Path(os.path.commonpath([str(p.resolve().parent) for p in files]))
-    return [p.resolve().relative_to(common).as_posix() for p in files]
+    """Each file's name for prompt ids: its file name (`graph_paths.py`), or where two files share one, its path below
+    the folder those share (`d1/util.py`, `d2/util.py`)."""
+    by_name: dict[str, list[Path]] = {}
+    for path in files:
+        by_name.setdefault(path.name, []).append(path)
+
+    def name(path: Path) -> str:
+        same = by_name[path.name]
+        if len(same) < 2:
+            return path.name
+        common = Path(os.path.commonpath([str(p.resolve().parent) for p in same]))
+        return path.resolve().relative_to(common).as_posix()
+
+    return [name(path) for path in files]
 
 
 def positions_in_file(path: Path, count: int, min_prefix_lines: int = 8, name: str | None = None) -> list[BenchPrompt]:

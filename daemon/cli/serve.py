@@ -220,7 +220,7 @@ def _setting_of(exc: Exception) -> str:
     from ..models.errors import HeadLoadError
 
     text = str(exc)
-    if isinstance(exc, HeadLoadError):
+    if isinstance(exc, HeadLoadError) or text.startswith("--head "):  # (a draft model's errors name --head)
         return "head"
     if text.startswith("device "):
         return "device"

@@ -24,15 +24,17 @@ def run(args) -> int:
 
     from ..grpc_api.addresses import locked_socket
     from ..grpc_api.client import target_for, user_daemon
-    from ..service.config import TOKEN_VARIABLE
+    from ..service.config import TOKEN_VARIABLE, config_path
 
     try:
         address, token = user_daemon(args.socket, args.tcp, args.token)
         config_problem = None
     except ValueError as exc:  # (status exited 2, "serves but refuses to tell", and --json printed nothing)
+        if not str(exc).startswith(str(config_path())):  # (a flag of this command's: its error)
+            raise
         config_problem = str(exc)
         address, token = target_for(args.socket, args.tcp), args.token or os.environ.get(TOKEN_VARIABLE)
-        print(f"nestling status: warning: {config_problem}; asking the daemon at the default address", file=sys.stderr)
+        print(f"nestling status: warning: {config_problem}; asking the daemon at {address}", file=sys.stderr)
     state, stats, problem = _ask(address, token)
     pid = _lock_holder() if not args.socket and not args.tcp else None
     if state != "serving" and pid is not None and (named := locked_socket()) and f"unix:{named}" != address:

@@ -18,7 +18,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .errors import ModelLoadError
-from .gguf_convert import convert_gguf
 from .paths import checked_cache_dir
 
 
@@ -120,5 +119,7 @@ def ensure_embedded_model(name: str = DEFAULT_MODEL, progress: bool = True) -> P
         raise ModelLoadError(f"not enough free disk in {target.parent} to convert model {name!r}")
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".assemble-") as tmp:
         gguf_path = assemble_parts(parts, Path(tmp) / f"{name}.gguf", model.sha256, progress=progress)
+        from .gguf_convert import convert_gguf  # (torch: not for a client that only reads the model names)
+
         convert_gguf(gguf_path, target, progress=progress)
     return target

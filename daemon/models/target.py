@@ -320,7 +320,9 @@ def check_model_dir(path: Path) -> None:
     weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
     if not weights:
         raise ModelLoadError(f"{path}: no weights (*.safetensors or pytorch_model*.bin)")
-    for index in [*path.glob("*.safetensors.index.json"), *path.glob("pytorch_model*.bin.index.json")]:
+    indexes = [] if (path / "model.safetensors").is_file() else [*path.glob("*.safetensors.index.json"),
+                                                                   *path.glob("pytorch_model*.bin.index.json")]
+    for index in indexes:  # (beside one model.safetensors, transformers reads no index)
         problem = _unreadable_json(path, [index.name])  # (transformers said "JSONDecodeError" or "KeyError: 'weight_map'")
         if problem is None and not isinstance(json.loads(index.read_text(encoding="utf-8")).get("weight_map"), dict):
             problem = f"{index} has no weight_map (the file of each tensor)"
@@ -385,7 +387,7 @@ def load_hf_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch
                 local_files_only=True, output_loading_info=True,
             )
     except Exception as exc:
-        if "weights_only" in str(exc):  # (torch's own text advises weights_only=False: running the file's code)
+        if _unpickling(exc):  # (torch's own text advises weights_only=False: running the file's code)
             raise ModelLoadError(f"{path}: its .bin weights cannot be read as tensors only (they hold Python objects, "
                                  "or use a pickle protocol torch's safe loader does not read), and nestling never "
                                  "unpickles anything else: save them as safetensors") from None
@@ -441,7 +443,8 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
             return name, ensure_embedded_model(name, progress=progress)
         except ModelLoadError as exc:
             if spec is not None and Path(spec).exists():  # (the name is the embedded model's, not this folder's)
-                raise ModelLoadError(f"{exc} ({named} names the embedded model; ./{spec} names the {spec} here)") \
+                here = f"model:./{spec}" if named.startswith("--head") else f"./{spec}"
+                raise ModelLoadError(f"{exc} ({named} names the embedded model; {here} names the {spec} here)") \
                     from exc
             raise
     path = Path(spec).expanduser()
@@ -460,10 +463,22 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
     raise ModelLoadError(f"{named}: expected a model folder or a .gguf file")
 
 
+def _unpickling(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an exception it came from, is the safe unpickler's refusal."""
+    import pickle
+
+    while exc is not None:
+        if isinstance(exc, pickle.UnpicklingError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def check_outputs_are_numbers(model: torch.nn.Module, path: Path) -> None:
     """ModelLoadError where one token through the model gives logits that are not numbers (NaN or inf weights, or
     values the dtype cannot hold: such a model decoded an empty completion, "stop: eos", without a word). One
-    token's forward, tens of milliseconds; every layer's weights and the lm_head take part."""
+    token's forward, tens of milliseconds; every layer's weights and the lm_head take part (of the embeddings, only
+    token 0's row)."""
     with torch.no_grad():
         logits = model(input_ids=torch.zeros(1, 1, dtype=torch.long, device=model.device)).logits
     if not torch.isfinite(logits).all():

@@ -146,7 +146,7 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
     from ..grpc_api.addresses import MAX_SOCKET_PATH_BYTES  # (light: no grpc)
 
     if len(os.fsencode(config.socket_path)) > MAX_SOCKET_PATH_BYTES:  # (found after a daemon had started, in gRPC's words)
-        where = f"{path}: setting socket" if sources["socket"].startswith("file ") else "--socket"
+        where = {"flag": "--socket", "default": "the socket (the default)"}.get(sources["socket"], f"{path}: setting socket")
         raise ValueError(f"{where} {str(config.socket_path)!r} is {len(os.fsencode(config.socket_path))} bytes long; a "
                          f"Unix socket path may have at most {MAX_SOCKET_PATH_BYTES}")
     return config, sources
@@ -156,11 +156,14 @@ def _paths_from_its_folder(data: dict, path: Path) -> dict:
     """The file's relative model and head paths read from the file's folder, as its socket is (every client and an
     editor's daemon start in their own working folders), where something is there; else as they are."""
     def resolved(value):
-        if not isinstance(value, str) or value in ("none", "untrained"):
+        if not isinstance(value, str) or value in ("", ".", "none", "untrained"):  # ("model:" says it needs a model)
             return value
         if value.startswith("model:"):
             return "model:" + resolved(value.removeprefix("model:"))
-        local = Path(value).expanduser()
+        try:
+            local = Path(value).expanduser()
+        except RuntimeError:  # ~user that is no user, or no home: the loader says so
+            return value
         beside = path.absolute().parent / local
         if local.is_absolute() or not beside.exists():
             return value

@@ -61,3 +61,9 @@ def test_files_of_one_name_in_two_folders_get_ids_apart_and_a_file_named_twice_i
     assert {p.path for p in prompts} == {"util.py"}  # (the name the prompt shows the model is the file's)
     single = collect([tmp_path / "d1"], per_file=2, limit=None)
     assert {p.id.split(":")[0] for p in single} == {"util.py"}
+    (tmp_path / "d1" / "deep").mkdir()  # no clash: the file name alone, however deep (review: a folder prefix)
+    (tmp_path / "d1" / "deep" / "other.py").write_text((tmp_path / "d1" / "util.py").read_text().replace("d1", "o"))
+    assert {p.id.split(":")[0] for p in collect([tmp_path / "d1"], per_file=1, limit=None)} == {"util.py", "other.py"}
+    from nestling.daemon.cli.bench import DEFAULT_PROMPTS
+
+    assert not any("/" in p.id for p in collect([DEFAULT_PROMPTS], per_file=2, limit=None))  # (ids as recorded)

@@ -391,6 +391,7 @@ def test_a_load_error_is_said_of_the_setting_it_is_about():
     assert said == {"device": "device", "dtype": "dtype"}
     assert _setting_of(HeadLoadError("/h: no such head folder")) == "head"
     assert _setting_of(ModelLoadError("/m: no weights")) == "model"
+    assert _setting_of(ModelLoadError("--head 'model:/x': /x: no weights")) == "head"  # (a draft model's: review)
 
 
 def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp_path, env):
@@ -400,4 +401,7 @@ def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp
     assert result.returncode == 1, result.stderr  # none serves
     report = json.loads(result.stdout)
     assert report["state"] == "absent" and "not valid TOML" in report["config_error"]
-    assert "warning:" in result.stderr and "asking the daemon at the default address" in result.stderr
+    assert "warning:" in result.stderr and "asking the daemon at unix:" in result.stderr
+    (tmp_path / "none.toml").write_text("")
+    flag = nestling("status", "--token", " spaced", env=env)  # a flag's own error is no config file's: said as before
+    assert flag.returncode == 2 and "--token must be printable ASCII" in flag.stderr, flag.stderr

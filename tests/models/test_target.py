@@ -292,11 +292,15 @@ def test_a_broken_index_or_tokenizer_file_is_named(tmp_path):
 
     folder = save_tiny_model_folder(tmp_path / "m")
     index = folder / "model.safetensors.index.json"
+    index.write_text("{not json")  # a stale one beside a single model.safetensors: transformers reads none (review)
+    assert load_target(str(folder), dtype="float32", progress=False).fim_tokens is not None
+    (folder / "model.safetensors").rename(folder / "model-00001-of-00001.safetensors")  # sharded: the index is read
     for text, says in (("{not json", f"{index} is not JSON"), ("{}", f"{index} has no weight_map")):
         index.write_text(text)
         with pytest.raises(ModelLoadError, match=re.escape(says)):
             load_target(str(folder), dtype="float32", progress=False)
     index.unlink()
+    (folder / "model-00001-of-00001.safetensors").rename(folder / "model.safetensors")
     (folder / "tokenizer.json").write_text("")
     with pytest.raises(ModelLoadError, match=re.escape(f"could not load the tokenizer ({folder / 'tokenizer.json'} is "
                                                        "not JSON")):

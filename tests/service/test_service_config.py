@@ -193,3 +193,21 @@ def test_relative_model_and_head_paths_in_the_file_are_read_from_its_folder(tmp_
     assert (config.model, config.head) == ("qwen2.5-coder-0.5b", f"model:{tmp_path / 'conf' / 'tiny'}")
     path.write_text('model = "absent"\nhead = "untrained"\n')  # nothing there: as written (the loader says so)
     assert (load_config(path=path)[0].model, load_config(path=path)[0].head) == ("absent", "untrained")
+    (tmp_path / "conf" / "qwen2.5-coder-0.5b").mkdir()  # an embedded name stays one, even with such a folder there
+    for model, head in (("qwen2.5-coder-0.5b", "none"), (".", "model:"), ("~nosuchuser4711/m", "model:~nosuchuser4711")):
+        path.write_text(f'model = "{model}"\nhead = "{head}"\n')  # (review: "model:" became the config's folder)
+        config = load_config(path=path)[0]
+        assert (config.model, config.head) == (model, head)
+
+
+def test_reading_the_config_file_loads_no_model_code(tmp_path):
+    """(Review: a relative model path in the file made every client, `status` included, import torch.)"""
+    import subprocess
+    import sys
+
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "config.toml").write_text('model = "tiny"\n')
+    probe = ("import sys; from pathlib import Path; from nestling.daemon.service.config import load_config; "
+             f"print(load_config(path=Path({str(tmp_path / 'config.toml')!r}))[0].model, 'torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == [str(tmp_path / "tiny"), "False"], result.stderr
