@@ -26,7 +26,8 @@ def run(args) -> int:
     if os.environ.get(TOKEN_VARIABLE):
         sources["token"] = f"${TOKEN_VARIABLE}"
     values = config.to_dict()
-    if values.get("token"):
+    hidden = bool(values.get("token"))
+    if hidden:
         values["token"] = "***"  # (shown to be set, never written out)
     if args.json:
         ordered = {key: sources[key] for key in values if key in sources}  # (in the settings' order, run after run)
@@ -39,6 +40,8 @@ def run(args) -> int:
     for key, value in values.items():
         shown = toml_value(value)
         line = f"{key:<{width}} = {shown}" if value is not None else f"# {key:<{width - 2}} = (not set)"
+        if key == "token" and hidden:  # (a line pasted back would have set the token to "***")
+            line = f"# {key:<{width - 2}} = (set, not shown)"
         print(f"{line:<{width + 44}} # {sources[key]}")
     return 0
 

@@ -109,6 +109,8 @@ def load_config(overrides: dict | None = None, path: Path | None = None,
         if named_file_must_exist and named and not path.exists():
             raise ValueError(f"{path}: no such file ($NESTLING_CONFIG names it: create it, or unset "
                              "$NESTLING_CONFIG for the default location)")
+        if path.is_symlink() and not path.exists():  # (read as "no file: the defaults", in silence)
+            log.warning("%s is a symbolic link to %s, which is not there: the defaults apply", path, os.readlink(path))
         text = path.read_text() if path.is_file() else None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text (a TOML file is)") from None

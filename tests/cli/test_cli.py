@@ -898,14 +898,20 @@ def test_config_prints_lines_a_config_file_takes_and_the_token_from_the_environm
     assert "(none there: the defaults)" in result.stdout.splitlines()[0]
     settings = tomllib.loads(result.stdout)  # pasted into config.toml as it is
     assert settings["max_tokens"] == 32 and settings["draft_gate"] is True and settings["mode"] == "spec"
-    assert settings["token"] == "***" and "model" not in settings  # (the token masked; a setting not set is a comment)
-    token_line = next(line for line in result.stdout.splitlines() if line.startswith("token"))
-    assert token_line.endswith("# $NESTLING_TOKEN")
+    assert "token" not in settings and "model" not in settings  # (a setting not set, or the token, is a comment: QA,
+    # a `token = "***"` pasted back set the token to "***")
+    token_line = next(line for line in result.stdout.splitlines() if line.startswith("# token"))
+    assert "= (set, not shown)" in token_line and token_line.endswith("# $NESTLING_TOKEN")
     assert "from-env" not in result.stdout
     as_json = nestling("config", "--json", env=env)
     assert json.loads(as_json.stdout)["settings"]["token"] == "***" and "from-env" not in as_json.stdout
     report = json.loads(as_json.stdout)  # its sources in the settings' order (it was another order each run)
     assert list(report["sources"]) == [key for key in report["settings"] if key in report["sources"]]
+    (tmp_path / "home" / "nestling").mkdir(parents=True)
+    (tmp_path / "home" / "nestling" / "config.toml").symlink_to(tmp_path / "dotfiles" / "nestling.toml")
+    linked = nestling("config", env=env)  # (QA: a link to nothing read as "none there", without a word)
+    assert linked.returncode == 0 and "config.toml is a symbolic link to " in linked.stderr \
+        and "which is not there: the defaults apply" in linked.stderr, linked.stderr
 
 
 def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, model_dir):
