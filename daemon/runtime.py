@@ -220,21 +220,19 @@ def load_draft_model(target: TargetModel, spec: str, progress: bool = True) -> T
     """A model (any --model SPEC) that drafts for `target` on its device and in its dtype: it must write the same
     tokens, so it must have the target's tokenizer and no token id the target lacks."""
     if not spec:
-        raise ModelLoadError("--head model:SPEC needs a model after 'model:' (an embedded name, folder or .gguf)")
+        raise ModelLoadError("--head model:SPEC needs a model after 'model:' (an embedded name, folder or .gguf)", "head")
     named = f"--head {DRAFT_MODEL + spec!r}"
     try:
         draft = load_target(spec, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
                             progress=progress, named=named)
     except ModelLoadError as exc:  # (a folder's errors name the folder alone: say which flag gave it)
-        if str(exc).startswith(named):
-            raise
-        raise ModelLoadError(f"{named}: {exc}") from exc
+        raise ModelLoadError(str(exc) if str(exc).startswith(named) else f"{named}: {exc}", "head") from exc
     if draft.config.vocab_size > target.config.vocab_size:
         raise ModelLoadError(f"draft model {draft.name}: {draft.config.vocab_size} token ids, more than the "
-                             f"{target.config.vocab_size} of {target.name}")
+                             f"{target.config.vocab_size} of {target.name}", "head")
     if target.tokenizer is not None and draft.tokenizer is not None and \
             target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
-        raise ModelLoadError(f"draft model {draft.name} does not share the tokenizer of {target.name}")
+        raise ModelLoadError(f"draft model {draft.name} does not share the tokenizer of {target.name}", "head")
     return draft
 
 

@@ -245,10 +245,8 @@ def run(args) -> int:
                          f"{', '.join(MODES + PEERS)})")
     for name, shaped in TREE_FLAG_MODES.items():
         if name in given_flags(args) and not set(shaped) & set(modes):
-            raise ValueError(f"--{name.replace('_', '-')} shapes the trees of {' and '.join(shaped)}, and --modes has "
-                             "neither: add one (or --ablation)" if len(shaped) > 1 else
-                             f"--{name.replace('_', '-')} shapes the trees of {shaped[0]}, and --modes has no "
-                             f"{shaped[0]}: add it (or --ablation)")
+            raise ValueError(f"{OPTIONS[name]} shapes the trees of {' or '.join(shaped)}, which --modes does not "
+                             "run: add one (or --ablation)")
     headless = [m for m in modes if m.startswith("eagle")]
     if headless and args.head == "none":  # (None: the default head)
         others = [m for m in modes if m not in headless]
@@ -362,6 +360,7 @@ def run_typing(args) -> int:
     report = {"daemon": {"model": daemon.model, "device": daemon.device, "dtype": daemon.dtype, "head": daemon.head},
               "document_lines": lines, "line": line, **runs,
               "first_token_speedup_from_cache": round(ratio, 2)}
+
     def table() -> None:
         print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); retyping line {line} of a "
               f"{report['document_lines']}-line file, {args.keystrokes} keystrokes per setting")
@@ -404,6 +403,7 @@ def run_type_through(args) -> int:
               "max_tokens": args.max_tokens, "compare": args.compare, "pause_ms": pause_ms, "accept": args.accept,
               **runs,
               "total_speedup_after_a_keystroke": round(ratio, 2), "requests": [vars(r) for r in results]}
+
     def table() -> None:
         env = report["environment"]
         print(f"{env['model']} on {env['device']} ({env['dtype']}), head {env['head']}; {len(prompts)} positions, up "
@@ -449,6 +449,7 @@ def run_openings(args) -> int:
               "files": [p.name for p in files], "open_delay_s": args.open_delay, **runs,
               "prefill_ms": {"mean": round(sum(prefill_ms) / len(prefill_ms), 1), "max": round(max(prefill_ms), 1)},
               "first_token_speedup_from_prefill": round(ratio, 2)}
+
     def table() -> None:
         when = "when the prefill ends" if args.open_delay is None else f"{args.open_delay:g} s after the prefill starts"
         print(f"{daemon.model} on {daemon.device} ({daemon.dtype}); the first completion in each of {len(files)} "

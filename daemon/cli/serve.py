@@ -107,7 +107,7 @@ def run(args) -> int:
                                 static_shapes=config.static_shapes, draft_gate=config.draft_gate,
                                 packed_weights=config.packed_weights, exact_trees=config.exact_trees)
         except (ModelLoadError, HeadLoadError) as exc:
-            raise type(exc)(said_of_its_setting(str(exc), _setting_of(exc), sources.get(_setting_of(exc), ""))) \
+            raise type(exc)(said_of_its_setting(str(exc), exc.setting, sources.get(exc.setting, "")), exc.setting) \
                 from exc
 
     try:
@@ -212,21 +212,6 @@ def _check_fit(folder: str, head, model: str | None) -> None:
     if its is not None and ours != its:
         raise HeadLoadError(f"{folder}: its hidden_size is {ours}, the model's ({name}) is {its}: a head for another "
                             "model")
-
-
-def _setting_of(exc: Exception) -> str:
-    """The setting a load error is about: head, device, dtype, else model (QA: a float16 or cuda refusal was said of
-    the model's setting)."""
-    from ..models.errors import HeadLoadError
-
-    text = str(exc)
-    if isinstance(exc, HeadLoadError) or text.startswith("--head "):  # (a draft model's errors name --head)
-        return "head"
-    if text.startswith("device "):
-        return "device"
-    if text.startswith(("float16 ", "unknown dtype ")):
-        return "dtype"
-    return "model"
 
 
 def said_of_its_setting(message: str, key: str, source: str) -> str:

@@ -8,11 +8,21 @@ from contextlib import contextmanager
 
 
 class ModelLoadError(RuntimeError):
-    """A target model could not be located, verified, converted or loaded."""
+    """A target model could not be located, verified, converted or loaded. `setting`: the setting (and flag) it is
+    about, for messages that name where that was set (`nestling serve` names the config file's line)."""
+
+    setting = "model"
+
+    def __init__(self, message: str, setting: str | None = None):
+        super().__init__(message)
+        if setting is not None:
+            self.setting = setting
 
 
 class HeadLoadError(ModelLoadError):
     """An EAGLE head checkpoint is missing, corrupt, or does not fit the target model."""
+
+    setting = "head"
 
 
 @contextmanager

@@ -39,14 +39,14 @@ def resolve_device(requested: str | None = None) -> torch.device:
         try:
             device = torch.device(requested)
         except RuntimeError:
-            raise ModelLoadError(f"device {requested!r} is not a device name (cpu, cuda or cuda:N)") from None
+            raise ModelLoadError(f"device {requested!r} is not a device name (cpu, cuda or cuda:N)", "device") from None
         if device.type not in ("cpu", "cuda"):
-            raise ModelLoadError(f"device {requested!r} is not supported (cpu, cuda or cuda:N)")
+            raise ModelLoadError(f"device {requested!r} is not supported (cpu, cuda or cuda:N)", "device")
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ModelLoadError(f"device {requested!r} was asked for but CUDA is not available")
+            raise ModelLoadError(f"device {requested!r} was asked for but CUDA is not available", "device")
         if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
             raise ModelLoadError(f"device {requested!r}: this machine has {torch.cuda.device_count()} CUDA "
-                                 f"device(s), numbered from 0")
+                                 f"device(s), numbered from 0", "device")
         return device
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -116,12 +116,12 @@ def resolve_dtype(device: torch.device, requested: str | None = None) -> torch.d
         names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
                  "float16": torch.float16, "fp16": torch.float16}
         if requested not in names:
-            raise ModelLoadError(f"unknown dtype {requested!r} (use float32, bfloat16 or float16)")
+            raise ModelLoadError(f"unknown dtype {requested!r} (use float32, bfloat16 or float16)", "dtype")
         if names[requested] == torch.float16 and device.type == "cpu" and not cpu_supports_float16():
             raise ModelLoadError("float16 needs a GPU or a CPU with float16 arithmetic, which this one lacks: its "
                                  "products run many times slower (the default model's cost profile did not finish in "
                                  f"200 s, against ~20 s); use {'bfloat16, or ' if cpu_supports_bfloat16() else ''}"
-                                 "float32")
+                                 "float32", "dtype")
         return names[requested]
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

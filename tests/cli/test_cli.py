@@ -435,9 +435,10 @@ def test_bench_refuses_flags_it_would_ignore_and_trees_that_would_not_fit_before
             (("--target", "syntax", "--model", "m"), "--target syntax does not take --model (for --target engine or "
                                                      "type-through)"),
             (("--target", "type-through", "--pause-ms", 10), "--pause-ms applies to --compare ahead only"),
-            (("--top-k", 3), "--top-k shapes the trees of eagle-ref and eagle-latency, and --modes has neither"),
-            (("--total-tokens", 8, "--modes", "ar,eagle-latency"), "--total-tokens shapes the trees of eagle-ref, and "
-                                                                   "--modes has no eagle-ref: add it (or --ablation)"),
+            (("--top-k", 3), "--top-k shapes the trees of eagle-ref or eagle-latency, which --modes does not run: add "
+                             "one (or --ablation)"),
+            (("--total-tokens", 8, "--modes", "ar,eagle-latency"), "--total-tokens shapes the trees of eagle-ref, "
+                                                                   "which --modes does not run"),
             (("--total-tokens", 100000, "--modes", "ar,eagle-ref"), "--total-tokens 100,000: bench takes at most 1,024"),
             (("--depth", 65, "--modes", "ar,eagle-ref"), "--depth 65: bench takes at most 64"),
             (("--head", "none", "--ablation"), "--head none: eagle-ref, eagle-latency, eagle-syntax draft with a head "

@@ -20,7 +20,7 @@ from nestling.daemon.grpc_api.client import Client, full_text_request, target_fo
 from nestling.daemon.models.eagle_head import save_head
 from nestling.daemon.models.target import TargetModel
 from processes import wait_for_exit
-from tiny import tiny_config, tiny_head
+from tiny import tiny_config, tiny_head, tiny_target
 
 
 def nestling(*args, env):
@@ -376,22 +376,25 @@ def test_a_detached_daemon_keeps_grpcs_own_log_lines_unless_the_user_quieted_the
     assert child_command(["serve"], None)[1]["GRPC_VERBOSITY"] == "NONE"
 
 
-def test_a_load_error_is_said_of_the_setting_it_is_about():
+def test_a_load_error_is_said_of_the_setting_it_is_about(tmp_path):
     """(QA: a config file's float16 or cuda refusal was said of its model setting.)"""
-    from nestling.daemon.cli.serve import _setting_of
+    from nestling.daemon.cli.serve import said_of_its_setting
     from nestling.daemon.models.errors import HeadLoadError, ModelLoadError
-    from nestling.daemon.models.target import resolve_device, resolve_dtype
+    from nestling.daemon.models.target import load_target, resolve_device, resolve_dtype
+    from nestling.daemon.runtime import load_draft_model
 
     said = {}
     for name, load in (("device", lambda: resolve_device("bogus:x")),
-                       ("dtype", lambda: resolve_dtype(torch.device("cpu"), "fp8"))):
+                       ("dtype", lambda: resolve_dtype(torch.device("cpu"), "fp8")),
+                       ("draft model", lambda: load_draft_model(tiny_target(), str(tmp_path / "absent"))),
+                       ("model", lambda: load_target(str(tmp_path / "absent")))):
         with pytest.raises(ModelLoadError) as refused:
             load()
-        said[name] = _setting_of(refused.value)
-    assert said == {"device": "device", "dtype": "dtype"}
-    assert _setting_of(HeadLoadError("/h: no such head folder")) == "head"
-    assert _setting_of(ModelLoadError("/m: no weights")) == "model"
-    assert _setting_of(ModelLoadError("--head 'model:/x': /x: no weights")) == "head"  # (a draft model's: review)
+        said[name] = refused.value.setting
+    assert said == {"device": "device", "dtype": "dtype", "draft model": "head", "model": "model"}
+    assert HeadLoadError("/h: no such head folder").setting == "head"
+    assert said_of_its_setting("device 'x' is not a device name", "device", "file /c.toml") == \
+        "/c.toml, setting device: device 'x' is not a device name"
 
 
 def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp_path, env):
