@@ -16,8 +16,8 @@ from typing import Callable
 import grpc
 
 from ..daemon.code_stamp import stale_daemon_notice
-from ..daemon.grpc_api.client import (LINE_MODE_CODES, AsyncClient, full_text_request, prefill_request, target_for,
-                                      user_daemon)
+from ..daemon.grpc_api.client import (LINE_MODE_CODES, AsyncClient, full_text_request, max_tokens_limit_of,
+                                      prefill_request, target_for, user_daemon)
 from ..daemon.service.config import config_path
 
 log = logging.getLogger(__name__)
@@ -60,12 +60,15 @@ CLIENT = f"nestling-lsp-{uuid.uuid4().hex[:12]}"  # this language server's name 
 START_RETRY_S = 30.0  # after a failed start of the daemon, requests get its error for this long before another try
 
 
-MAX_TOKENS_REFUSED = re.compile(r"options\.max_tokens: must be 0\.\.(\d+)")  # the service's words (InvalidRequest)
+OLD_DAEMON_REFUSAL = re.compile(r"options\.max_tokens: must be 0\.\.(\d+)")  # a daemon started before its refusals
+# carried the limit as metadata said it only in these words
 
 
 def max_tokens_limit(exc: grpc.aio.AioRpcError) -> int | None:
     """The daemon's max_tokens_limit where `exc` refused a request for more tokens than it, else None."""
-    found = MAX_TOKENS_REFUSED.search(exc.details() or "") if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else None
+    if (limit := max_tokens_limit_of(exc)) is not None or exc.code() != grpc.StatusCode.INVALID_ARGUMENT:
+        return limit
+    found = OLD_DAEMON_REFUSAL.search(exc.details() or "")
     return int(found.group(1)) if found and int(found.group(1)) > 0 else None
 
 

@@ -44,6 +44,18 @@ def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
 
 
 # the request's line mode by the name the CLI, the language server and the service use
+MAX_TOKENS_LIMIT_KEY = "nestling-max-tokens-limit"  # trailing metadata of a refusal of options.max_tokens: the
+# daemon's max_tokens_limit, which the client may ask for instead
+
+
+def max_tokens_limit_of(exc: grpc.RpcError) -> int | None:
+    """The daemon's max_tokens_limit where `exc` refused a request for more tokens than it, else None."""
+    if exc.code() != grpc.StatusCode.INVALID_ARGUMENT:
+        return None
+    given = dict(exc.trailing_metadata() or ()).get(MAX_TOKENS_LIMIT_KEY, "")
+    return int(given) if given.isdigit() and int(given) > 0 else None
+
+
 LINE_MODE_CODES = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "multi": pb.LINE_MODE_MULTI}
 
 # The daemon is local: after a failed connection (it is starting or restarting), try again within a second

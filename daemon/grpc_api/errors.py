@@ -8,7 +8,8 @@ import logging
 
 import grpc
 
-from ..service.completion import DeadlineExceeded, InvalidRequest, RequestTooLarge, Superseded
+from ..service.completion import DeadlineExceeded, InvalidRequest, RequestTooLarge, Superseded, TooManyTokens
+from .client import MAX_TOKENS_LIMIT_KEY
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,11 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, ModelLoading):
         return grpc.StatusCode.UNAVAILABLE, "the model is still loading; retry shortly"
     return grpc.StatusCode.INTERNAL, f"completion failed: {type(exc).__name__}: {exc}"
+
+
+def trailing_metadata_for(exc: BaseException) -> tuple[tuple[str, str], ...]:
+    """What a client may act on without reading the message: the token limit a refused request went over."""
+    return ((MAX_TOKENS_LIMIT_KEY, str(exc.limit)),) if isinstance(exc, TooManyTokens) else ()
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):
@@ -81,7 +87,7 @@ async def _abort(context, exc: BaseException):
     code, message = status_for(exc)
     if code == grpc.StatusCode.INTERNAL:
         log.error("internal error: %s", message)
-    await context.abort(code, message)
+    await context.abort(code, message, trailing_metadata_for(exc))
 
 
 def _guard_unary(behavior):

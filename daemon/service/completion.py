@@ -40,6 +40,14 @@ class InvalidRequest(ValueError):
         self.field = field_name
 
 
+class TooManyTokens(InvalidRequest):
+    """options.max_tokens is outside 0..limit, the daemon's max_tokens_limit (which a client may ask for instead)."""
+
+    def __init__(self, limit: int):
+        super().__init__("options.max_tokens", f"must be 0..{limit}")
+        self.limit = limit
+
+
 class RequestTooLarge(ValueError):
     """The request is over a size limit."""
 
@@ -198,7 +206,7 @@ class CompletionService:
 
     def _validate_options(self, request: CompletionRequest) -> None:
         if request.max_tokens < 0 or request.max_tokens > self.config.max_tokens_limit:
-            raise InvalidRequest("options.max_tokens", f"must be 0..{self.config.max_tokens_limit}")
+            raise TooManyTokens(self.config.max_tokens_limit)
         if request.line_mode not in LINE_MODES:
             raise InvalidRequest("options.line_mode", f"unknown mode {request.line_mode!r}")
         if not (request.temperature >= 0.0 and request.temperature <= 10.0):

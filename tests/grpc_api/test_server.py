@@ -11,7 +11,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nestling.daemon.grpc_api.client import full_text_request
+from nestling.daemon.grpc_api.client import MAX_TOKENS_LIMIT_KEY, full_text_request, max_tokens_limit_of
 from nestling.daemon.grpc_api.server import DaemonError, check_tcp_address
 from nestling.daemon.service.completion import DeadlineExceeded, Superseded
 from nestling.proto import completion_pb2 as pb
@@ -190,6 +190,19 @@ def test_bad_requests_get_the_right_code_naming_the_field(daemon, make, code, fi
     got, details = code_of(lambda: daemon.client.complete(make()))
     assert got == code and field in details
     assert daemon.client.serving()
+
+
+def test_a_refusal_of_too_many_tokens_carries_the_limit_as_metadata(daemon):
+    """A client learns the daemon's max_tokens_limit from the refusal's trailing metadata, not from its words."""
+    limit = daemon.config.max_tokens_limit
+    for call in (daemon.client.complete, lambda r: list(daemon.client.stream(r))):
+        with pytest.raises(grpc.RpcError) as info:
+            call(request(max_tokens=limit + 1))
+        assert max_tokens_limit_of(info.value) == limit
+        assert dict(info.value.trailing_metadata())[MAX_TOKENS_LIMIT_KEY] == str(limit)
+    with pytest.raises(grpc.RpcError) as info:  # other refusals carry no limit
+        daemon.client.complete(request(temperature=-1.0))
+    assert max_tokens_limit_of(info.value) is None
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

@@ -4,14 +4,16 @@ daemon it finds, a daemon still loading, one running other code)."""
 import asyncio
 import threading
 
+import grpc
 import pytest
 
 from conftest import MODEL
 from daemons import start_daemon, stop_daemon
+from nestling.daemon.grpc_api.client import MAX_TOKENS_LIMIT_KEY
 from nestling.daemon.models.target import load_target
 from nestling.daemon.runtime import Runtime
 from nestling.daemon.speculative.drafter import TreeBudget
-from nestling.lsp.backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query
+from nestling.lsp.backend import BackendError, DaemonBackend, EmbeddedBackend, Opened, Query, max_tokens_limit
 from tiny import informed_head
 
 TEXT = "import os\n\n\ndef main(path):\n    names = os.listdir(path)\n    return names\n" * 8
@@ -292,6 +294,18 @@ def test_the_daemon_backend_names_this_language_server_in_every_request(tmp_path
 
     asyncio.run(scenario())
     assert sent == [backend_module.CLIENT] * 2 and backend_module.CLIENT.startswith("nestling-lsp-")
+
+
+def test_the_limit_is_read_from_the_refusals_metadata_or_an_older_daemons_words():
+    def refusal(code, details, trailing=()):
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(*trailing), details)
+
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    assert max_tokens_limit(refusal(invalid, "options.max_tokens: must be 0..9", [(MAX_TOKENS_LIMIT_KEY, "7")])) == 7
+    assert max_tokens_limit(refusal(invalid, "options.max_tokens: must be 0..9")) == 9  # (no metadata: its words)
+    assert max_tokens_limit(refusal(invalid, "options.temperature: must be in [0, 10]")) is None
+    assert max_tokens_limit(refusal(invalid, "options.max_tokens: must be 0..0")) is None
+    assert max_tokens_limit(refusal(grpc.StatusCode.INTERNAL, "x", [(MAX_TOKENS_LIMIT_KEY, "7")])) is None
 
 
 def test_an_editors_max_tokens_above_the_daemons_limit_asks_for_the_limit(tmp_path, monkeypatch):
