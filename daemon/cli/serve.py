@@ -92,7 +92,7 @@ def run(args) -> int:
     try:
         lock = take_lock(config.socket_path)  # before the libraries load (seconds): `--stop` and `status` see us start
     except DaemonError as exc:
-        print(f"nestling serve: error: {exc}", file=sys.stderr)
+        print(f"nestling serve: error: {said_of_its_address(str(exc), sources)}", file=sys.stderr)
         return 2
     from ..grpc_api.server import serve
     from ..models.errors import HeadLoadError, ModelLoadError
@@ -113,7 +113,7 @@ def run(args) -> int:
     try:
         load_abandoned = asyncio.run(serve(config, load, lock=lock))
     except DaemonError as exc:
-        print(f"nestling serve: error: {exc}", file=sys.stderr)
+        print(f"nestling serve: error: {said_of_its_address(str(exc), sources)}", file=sys.stderr)
         return 2
     if load_abandoned:  # stopped while the model loaded: exit now, not when the load thread is done (minutes)
         logging.shutdown()
@@ -146,6 +146,7 @@ def check_before_restart(config, sources: dict) -> None:
     from ..runtime import DRAFT_MODEL
 
     left = "; the running daemon is left as it is"
+    _check_tcp_free(config, sources.get("tcp", ""), left)
     if (problem := _model_problem(config.model)) is not None:
         raise ValueError(said_of_its_setting(f"--model {config.model!r}: {problem}", "model", sources.get("model", ""))
                          + left)
@@ -171,6 +172,24 @@ def check_before_restart(config, sources: dict) -> None:
     except HeadLoadError as exc:
         raise ValueError(said_of_its_setting(f"--head {exc}", "head", sources.get("head", "")) +
                          "; the running daemon is left as it is") from None
+
+
+def _check_tcp_free(config, source: str, left: str) -> None:
+    """A --tcp port the new daemon could not listen on (another program's, or a privileged one) is refused before the
+    running daemon stops; the port the running daemon itself listens on is not in the way."""
+    from ..grpc_api.addresses import check_tcp_address, tcp_listen_problem
+    from ..grpc_api.daemon_lock import DaemonError, DaemonLock
+
+    if not config.tcp:
+        return
+    host, port = check_tcp_address(config.tcp, config.allow_remote, config.token)
+    try:
+        holder = DaemonLock(runtime_dir()).holder()
+    except DaemonError:
+        holder = None
+    if (problem := tcp_listen_problem(host, port, holder)) is not None:
+        raise ValueError(said_of_its_setting(f"--tcp {config.tcp!r}: cannot listen there: {problem}", "tcp", source)
+                         + left)
 
 
 def _model_problem(spec: str | None) -> str | None:
@@ -223,6 +242,15 @@ def said_of_its_setting(message: str, key: str, source: str) -> str:
     if message.startswith(f"--{key} "):
         return f"{path}: setting {key} {message.removeprefix(f'--{key} ')}"
     return f"{path}, setting {key}: {message}"
+
+
+def said_of_its_address(message: str, sources: dict) -> str:
+    """A server error about the --socket or --tcp address (the server names the flags), said of the config file's
+    setting where the file gave the address."""
+    for key in ("socket", "tcp"):
+        if message.startswith(f"--{key} "):
+            return said_of_its_setting(message, key, sources.get(key, ""))
+    return message
 
 
 def detach(args, config) -> int:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -32,6 +34,55 @@ def check_tcp_address(address: str, allow_remote: bool, token: str | None) -> tu
         raise DaemonError(f"--tcp {address!r} is not a loopback address; nestling is local-only unless "
                           f"--allow-remote and a --token are both given")
     return host, port
+
+
+def tcp_listen_problem(host: str, port: int, holder: int | None = None) -> str | None:
+    """Why a daemon could not listen on host:port (the OS's words), found by binding there for a moment; None where it
+    could, or where the port is taken by process `holder` (the daemon a restart stops, which frees it)."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return str(exc)
+    problem = None
+    for family, kind, proto, _, address in found:  # (gRPC listens where it can: one address of localhost will do)
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as gRPC's: a closed port's TIME_WAIT is no
+            try:  # obstacle)
+                probe.bind(address)
+                return None
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE and holder is not None and listens_on(holder, port) is not False:
+                    return None
+                problem = exc.strerror or str(exc)
+    return problem
+
+
+def listens_on(pid: int, port: int) -> bool | None:
+    """Whether process `pid` has a TCP socket listening on `port` (Linux's /proc); None where /proc cannot say."""
+    inodes, read = set(), False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        read = True
+        for row in rows:  # "sl local_address rem_address st ... inode": address "HEX:PORTHEX", st 0A = LISTEN
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    if not read:
+        return None
+    for descriptor in descriptors:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{descriptor}").removeprefix("socket:[").rstrip("]") in inodes:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def check_socket_path(path: Path) -> None:

@@ -25,7 +25,7 @@ from ..service.completion import CompletionService
 from ..service.config import ServiceConfig
 from ..service.stats import ServiceStats
 from ..service.worker import ModelWorker
-from .addresses import check_tcp_address, take_lock
+from .addresses import check_tcp_address, take_lock, tcp_listen_problem
 from .daemon_lock import DaemonError, DaemonLock  # noqa: F401  (DaemonError: what serve() raises)
 from .errors import ErrorInterceptor
 from .servicer import CompletionServicer
@@ -100,6 +100,8 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
             os.umask(old_umask)
         ours = _identity(socket_path)
         if tcp:
+            if (problem := tcp_listen_problem(*tcp)) is not None:  # (the OS's words, and no gRPC log line before them)
+                raise DaemonError(f"--tcp {config.tcp!r}: cannot listen there: {problem}")
             _listen(server, f"{tcp[0]}:{tcp[1]}" if ":" not in tcp[0] else f"[{tcp[0]}]:{tcp[1]}",
                     f"--tcp {config.tcp!r}")
         await server.start()

@@ -95,10 +95,17 @@ def test_detach_lock_token_and_graceful_shutdown(tmp_path, env, model_folder):
 
 
 def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_path, env, model_folder):
-    common = ["--model", model_folder, "--head", "untrained", "--dtype", "float32"]
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    common = ["--model", model_folder, "--head", "untrained", "--dtype", "float32", "--tcp", f"127.0.0.1:{port}"]
     pids = []
+    taken = socket.socket()  # a port another program listens on
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
     try:
-        for step in range(2):  # none running: it starts one; one running: it stops it and starts another
+        for step in range(2):  # none running: it starts one; one running: it stops it and starts another (on the
+            # port the running one listens on)
             restarted = nestling("serve", "--restart", *common, env=env)
             assert restarted.returncode == 0, restarted.stderr
             if step == 0:
@@ -125,6 +132,8 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         if not torch.cuda.is_available():
             cases.append((["--model", model_folder, "--head", "untrained", "--device", "cuda"],
                           "device 'cuda' was asked for but CUDA is not available; the running daemon is left"))
+        cases.append((["--model", model_folder, "--head", "untrained", "--tcp", f"127.0.0.1:{taken.getsockname()[1]}"],
+                      f"--tcp '127.0.0.1:{taken.getsockname()[1]}': cannot listen there: Address already in use"))
         for flags, said in cases + [(["--model", model_folder, "--head", tmp_path / "missing"], "no such head folder"),
                             (["--model", model_folder, "--head", corrupt], "config.json"),
                             (["--model", tmp_path / "no_model", "--head", "untrained"], "no such file or folder"),
@@ -136,6 +145,7 @@ def test_restart_replaces_the_running_daemon_and_starts_one_when_none_runs(tmp_p
         status = nestling("status", env=env)  # (a mistyped --head had stopped it and started none)
         assert status.returncode == 0 and f"(pid {pids[-1]}) serving" in status.stdout
     finally:
+        taken.close()
         nestling("serve", "--stop", "--wait", 60, env=env)
     assert pids[0] != pids[1] and wait_for_exit(pids[1])
 
@@ -395,6 +405,19 @@ def test_a_load_error_is_said_of_the_setting_it_is_about(tmp_path):
     assert HeadLoadError("/h: no such head folder").setting == "head"
     assert said_of_its_setting("device 'x' is not a device name", "device", "file /c.toml") == \
         "/c.toml, setting device: device 'x' is not a device name"
+
+
+def test_an_address_the_config_file_gives_that_cannot_be_listened_on_is_said_of_its_setting(tmp_path, env,
+                                                                                              model_folder):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (tmp_path / "none.toml").write_text(f'tcp = "127.0.0.1:{port}"\n')
+        result = nestling("serve", "--model", model_folder, "--head", "untrained", env=env)
+    assert result.returncode == 2
+    assert result.stderr == f"nestling serve: error: {tmp_path / 'none.toml'}: setting tcp '127.0.0.1:{port}': cannot " \
+        "listen there: Address already in use\n"  # (and no gRPC log line before it)
 
 
 def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp_path, env):
