@@ -6,24 +6,25 @@ import json
 import os
 
 from ..service.config import TOKEN_VARIABLE, config_path, load_config
-from .serve import settings_from
+from .serve import add_setting_options, settings_from
 
 
 def add_parser(sub, add_model_options) -> None:
-    p = sub.add_parser("config", help="print the effective settings (defaults < config file < flags)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--max-tokens", type=int)
-    p.add_argument("--socket")
-    p.add_argument("--tcp")
+    p = sub.add_parser("config", help="print the effective settings (defaults < config file < flags)",
+                       description="Print the settings `nestling serve` would run with: the defaults, the config "
+                                   "file's, and those of the flags given here (serve's own).", allow_abbrev=False)
+    p.add_argument("--json", action="store_true", help="print the settings and their sources as JSON")
+    add_setting_options(p)
     add_model_options(p)
 
 
 def run(args) -> int:
     settings = settings_from(args)
-    if os.environ.get(TOKEN_VARIABLE):  # (as `serve` and the clients take it)
+    from_environment = args.token is None and bool(os.environ.get(TOKEN_VARIABLE))  # (as `serve` takes it: the flag
+    if from_environment:  # first, then the variable, then the file)
         settings["token"] = os.environ[TOKEN_VARIABLE]
     config, sources = load_config(settings, named_file_must_exist=True)
-    if os.environ.get(TOKEN_VARIABLE):
+    if from_environment:
         sources["token"] = f"${TOKEN_VARIABLE}"
     values = config.to_dict()
     hidden = bool(values.get("token"))

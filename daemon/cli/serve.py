@@ -25,6 +25,24 @@ FLAG_SETTINGS = ("model", "head", "device", "dtype", "socket", "tcp", "allow_rem
 def add_parser(sub, add_model_options) -> None:
     # no abbreviated flags: --detach re-runs this command line without "--detach", and "--det" would detach again
     p = sub.add_parser("serve", help="run the completion daemon (gRPC on a Unix socket)", allow_abbrev=False)
+    add_setting_options(p)
+    background = p.add_mutually_exclusive_group()
+    background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
+    background.add_argument("--stop", action="store_true",
+                            help="stop the running daemon (it takes no new calls; running ones get up to 10 s to finish) "
+                                 "and wait until it has exited")
+    background.add_argument("--restart", action="store_true",
+                            help="--stop, then --detach: the running daemon (if any) makes way for one with this "
+                                 "command's flags and the code installed now")
+    p.add_argument("--wait", type=_seconds, default=600.0,
+                   help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit "
+                        "(--restart: each)")
+    add_model_options(p)
+
+
+def add_setting_options(p) -> None:
+    """The flags of the settings a config file may give too (FLAG_SETTINGS less the model options): `serve` takes
+    them, and `config` shows what they would make of the file's settings."""
     p.add_argument("--socket", help="Unix socket path (default: $XDG_RUNTIME_DIR/nestling/daemon.sock)")
     p.add_argument("--tcp", help="also listen on HOST:PORT (loopback only unless --allow-remote and --token)")
     p.add_argument("--allow-remote", action="store_true", default=None, help="permit a non-loopback --tcp address")
@@ -52,18 +70,6 @@ def add_parser(sub, add_model_options) -> None:
     p.add_argument("--static-shapes", action="store_true", default=None,
                    help="pad verified trees to fixed sizes (16/32/64/128), for compiled forwards on a GPU")
     p.add_argument("--log-level", choices=list(LOG_LEVELS))
-    background = p.add_mutually_exclusive_group()
-    background.add_argument("--detach", action="store_true", help="start in the background; return once it serves")
-    background.add_argument("--stop", action="store_true",
-                            help="stop the running daemon (it takes no new calls; running ones get up to 10 s to finish) "
-                                 "and wait until it has exited")
-    background.add_argument("--restart", action="store_true",
-                            help="--stop, then --detach: the running daemon (if any) makes way for one with this "
-                                 "command's flags and the code installed now")
-    p.add_argument("--wait", type=_seconds, default=600.0,
-                   help="with --detach: seconds to wait for the model to load; with --stop: for the daemon to exit "
-                        "(--restart: each)")
-    add_model_options(p)
 
 
 def settings_from(args) -> dict:

@@ -915,6 +915,27 @@ def test_config_prints_lines_a_config_file_takes_and_the_token_from_the_environm
         and "which is not there: the defaults apply" in linked.stderr, linked.stderr
 
 
+def test_config_takes_every_setting_flag_serve_takes_and_the_token_flag_before_the_environment(tmp_path):
+    """(`config` took only --max-tokens, --socket, --tcp and the model options: `config --mode lookup` was refused.)"""
+    from nestling.daemon.cli.main import build_parser
+
+    def flags(command):
+        parser = build_parser()
+        sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+        return {flag for action in sub._actions for flag in action.option_strings}
+
+    assert flags("serve") - flags("config") == {"--detach", "--stop", "--restart", "--wait"}
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "home"), NESTLING_TOKEN="from-env")
+    env.pop("NESTLING_CONFIG", None)
+    result = nestling("config", "--json", "--mode", "lookup", "--no-draft-gate", "--cache-limit-mb", 64,
+                      "--log-level", "debug", "--token", "from-flag", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert {key: report["settings"][key] for key in ("mode", "draft_gate", "cache_limit_mb", "log_level")} == \
+        {"mode": "lookup", "draft_gate": False, "cache_limit_mb": 64, "log_level": "debug"}
+    assert report["sources"]["token"] == "flag" and report["sources"]["mode"] == "flag"  # (as serve: flag, then env)
+
+
 def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, model_dir):
     (tmp_path / "corpus").mkdir()
     for out, cache in ((tmp_path / "run" / "out", tmp_path / "cache"), (tmp_path / "run", tmp_path / "run" / "cache")):
