@@ -144,4 +144,7 @@ def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_
     assert resolve_model_path(str(paths[0]), progress=False)[1] == converted[0]  # (converted once)
     paths[0].write_bytes(paths[1].read_bytes())  # replaced where it is: same path, size and time, other weights
     os.utime(paths[0], ns=(1_000_000_000, 1_000_000_000))
-    assert resolve_model_path(str(paths[0]), progress=False)[1] not in converted  # (review: the path told them apart)
+    replaced = resolve_model_path(str(paths[0]), progress=False)[1]
+    assert replaced not in converted  # (review: the path told them apart)
+    assert not converted[0].exists() and converted[1].is_dir()  # the earlier contents' conversion is removed, only it
+    assert sorted(p.name for p in replaced.parent.iterdir()) == sorted([replaced.name, converted[1].name])
