@@ -98,7 +98,7 @@ class CompletionItem(_message.Message):
     def __init__(self, text: _Optional[str] = ..., replaces: _Optional[_Union[Range, _Mapping]] = ...) -> None: ...
 
 class CompletionStats(_message.Message):
-    __slots__ = ("tokens", "tau", "prompt_tokens", "reused_prefix_tokens", "time_to_first_token_ms", "total_ms", "queue_ms", "region", "stop_reason", "mode")
+    __slots__ = ("tokens", "tau", "prompt_tokens", "reused_prefix_tokens", "time_to_first_token_ms", "total_ms", "queue_ms", "region", "stop_reason", "mode", "line_mode")
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     TAU_FIELD_NUMBER: _ClassVar[int]
     PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +109,7 @@ class CompletionStats(_message.Message):
     REGION_FIELD_NUMBER: _ClassVar[int]
     STOP_REASON_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    LINE_MODE_FIELD_NUMBER: _ClassVar[int]
     tokens: int
     tau: float
     prompt_tokens: int
@@ -119,7 +120,8 @@ class CompletionStats(_message.Message):
     region: str
     stop_reason: str
     mode: str
-    def __init__(self, tokens: _Optional[int] = ..., tau: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., reused_prefix_tokens: _Optional[int] = ..., time_to_first_token_ms: _Optional[float] = ..., total_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., region: _Optional[str] = ..., stop_reason: _Optional[str] = ..., mode: _Optional[str] = ...) -> None: ...
+    line_mode: str
+    def __init__(self, tokens: _Optional[int] = ..., tau: _Optional[float] = ..., prompt_tokens: _Optional[int] = ..., reused_prefix_tokens: _Optional[int] = ..., time_to_first_token_ms: _Optional[float] = ..., total_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., region: _Optional[str] = ..., stop_reason: _Optional[str] = ..., mode: _Optional[str] = ..., line_mode: _Optional[str] = ...) -> None: ...
 
 class CompleteResponse(_message.Message):
     __slots__ = ("items", "stats")

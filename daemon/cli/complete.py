@@ -274,9 +274,11 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
     empty = pb.CompletionItem(replaces=pb.Range(start=cursor, end=cursor))  # (nothing to insert at the cursor)
     item, stats = response.items[0] if response.items else empty, response.stats
     if args.json:
-        runs = {name: getattr(daemon_stats, name) for name in ("model", "device", "dtype", "head")}  # as local --json
+        runs = {name: getattr(daemon_stats, name) for name in ("model", "device", "dtype", "head", "exact_rows",
+                                                                "packed_weights")}  # as local --json names them
         print(json.dumps({"text": item.text, "replaces": as_dict(item.replaces), "mode": stats.mode,
-                          "region": stats.region, **runs, "daemon": address, "stats": as_dict(stats)}), flush=True)
+                          "region": stats.region, "line_mode": stats.line_mode, **runs, "daemon": address,
+                          "stats": as_dict(stats)}), flush=True)
     else:
         sys.stdout.write(item.text + "\n")
         sys.stdout.flush()  # the text before what stderr says of it

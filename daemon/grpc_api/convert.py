@@ -55,7 +55,7 @@ def stats_to_proto(stats: CompletionStats) -> pb.CompletionStats:
         tokens=stats.tokens, tau=stats.tau, prompt_tokens=stats.prompt_tokens,
         reused_prefix_tokens=stats.reused_prefix_tokens, time_to_first_token_ms=stats.time_to_first_token_ms,
         total_ms=stats.total_ms, queue_ms=stats.queue_ms, region=stats.region, stop_reason=stats.stop_reason,
-        mode=stats.mode)
+        mode=stats.mode, line_mode=stats.line_mode)
 
 
 def items_to_proto(result: CompletionResult) -> list[pb.CompletionItem]:

@@ -145,6 +145,7 @@ class CompletionStats:
     region: str = Region.NEUTRAL.value
     stop_reason: str = ""
     mode: str = "spec"
+    line_mode: str = ""  # single or multi: the request's line mode, auto resolved at the cursor
     prepared_ahead: bool = False  # a prefill ahead had computed the prompt: its guess was right
 
 
@@ -248,7 +249,8 @@ class CompletionService:
         accept_guess, session.accept_guess = session.accept_guess, 0
         early = self._prefill_in_chunks(engine, state, prompt.token_ids, cancel, request.uri)
         texts: list[str] = []
-        stats = CompletionStats(region=region.value, mode=mode)  # (spec: the daemon's --mode, lookup say)
+        stats = CompletionStats(region=region.value, mode=mode, line_mode=shape)  # (mode spec: the daemon's --mode,
+        # lookup say)
         for index in range(request.alternatives):
             sampling = self._sampling(request, index)
             stop = StopRule(max_new_tokens=self._room(request.max_tokens or self.config.max_tokens, prompt.token_ids),

@@ -29,7 +29,7 @@ def complete(capsys, *args) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemon, source, capsys):
+def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemon, source, capsys, model_folder):
     socket = daemon.config.socket_path
     code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
                               "--max-tokens", 8, "--line-mode", "multi", "--json")
@@ -40,8 +40,15 @@ def test_the_daemons_completion_is_what_a_client_gets_for_the_same_request(daemo
     assert reply["text"] == direct.items[0].text and reply["text"]
     assert reply["daemon"] == f"unix:{socket}" and reply["mode"] == "spec" and reply["stats"]["tokens"] == 8
     described = daemon.daemon.runtime.describe()  # what it runs, named as local --json names it
-    assert {k: reply[k] for k in ("model", "device", "dtype", "head")} == \
-        {k: described[k] for k in ("model", "device", "dtype", "head")}
+    assert {k: reply[k] for k in described} == described and reply["line_mode"] == "multi"
+    code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--model", model_folder, "--head", "none",
+                              "--dtype", "float32", "--max-tokens", 8, "--json")
+    assert code == 0, err
+    local = json.loads(out)  # (review: the daemon's had no line_mode, exact_rows or packed_weights)
+    assert set(local) == set(reply) - {"daemon"} and local["line_mode"] == "multi"  # (auto, on an empty line)
+    code, out, err = complete(capsys, source, "--line", 5, "--col", 9, "--daemon", "--socket", socket,
+                              "--max-tokens", 4, "--json")
+    assert code == 0 and json.loads(out)["line_mode"] == "single", err  # (auto, mid-line)
     assert reply["stats"]["reused_prefix_tokens"] == 0 and direct.stats.reused_prefix_tokens > 0  # the same document
 
     code, out, err = complete(capsys, source, "--line", 6, "--col", 5, "--daemon", "--socket", socket,
