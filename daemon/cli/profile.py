@@ -60,7 +60,8 @@ def run(args) -> int:
                                      measured_busy, profile_path)
     from ..runtime import load_runtime
 
-    from .bench import check_outputs, save_output
+    from .bench import save_output
+    from .bench_flags import check_outputs
 
     check_outputs(args)
     if args.context < 2 or args.repeats < 1:
