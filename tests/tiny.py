@@ -105,6 +105,29 @@ def unwritten_tokens(tokenizer) -> list[int]:
     return sorted(set(ids))
 
 
+def save_split_character_model(path):
+    """A tiny model folder whose model writes "é" over and over, whatever the prompt, as two byte tokens (C3, then A9):
+    a character split across tokens, half written after an odd number of them (streaming, a max_tokens cut). Its
+    layers add nothing (output projections zeroed), so each token's embedding alone picks the next token."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_target("qwen2", vocab=len(tokenizer)).model
+    first, second = tokenizer.convert_tokens_to_ids(["Ã", "©"])  # (byte-level symbols of bytes C3 and A9)
+    basis = torch.eye(model.config.hidden_size)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                weight.zero_()
+        model.model.norm.weight.fill_(1.0)
+        model.model.embed_tokens.weight.copy_(basis[0])  # any token, A9 too: C3 next
+        model.model.embed_tokens.weight[first] = basis[1]  # after C3: A9
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[first], model.lm_head.weight[second] = basis[0] * 50, basis[1] * 50
+    model.config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
 def save_tiny_model_folder(path, arch: str = "qwen2", seed: int = 0, logit_scale: float = 2.0,
                            never_stop: bool = False, whole_characters: bool = False):
     """A Hugging Face folder (config, weights, tokenizer) of a tiny random model: `--model` for CLI tests.

@@ -14,7 +14,7 @@ from ..context.languages import LanguageSpec, file_name_hint, find_language, lan
 from ..context.syntax import SyntaxDocument
 from ..grpc_api.client import LINE_MODE_CODES
 from ..modes import MODE_HELP, MODES
-from ..service.postprocess import block_end, cursor_context, finalize, line_mode
+from ..service.postprocess import block_end, cursor_context, finalize, line_mode, settled_text
 from .status import add_daemon_options
 
 LOAD_WAIT_S = 300.0  # --daemon: how long to wait for a daemon that is still loading its model
@@ -214,7 +214,7 @@ def complete_here(args, text: str, prefix: str, suffix: str, document: LfDocumen
         budget=runtime.budget_for(args.mode, region),
     ).run()
     stats = generation.stats
-    shown = generation.text if context is None else finalize(generation.text or "", context, shape)
+    shown = settled_text(generation.text or "") if context is None else finalize(generation.text or "", context, shape)
     shown = document.in_its_line_breaks(shown)
     if args.json:
         print(json.dumps({"text": shown, "replaces": {"start": cursor, "end": cursor}, "mode": args.mode,

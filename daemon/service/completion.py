@@ -24,7 +24,7 @@ from ..speculative.accept import Sampling
 from ..speculative.engine import StopRule
 from ..speculative.prefill_pace import PrefillPace
 from .config import ServiceConfig
-from .postprocess import block_end, cursor_context, finalize, line_mode
+from .postprocess import block_end, cursor_context, finalize, line_mode, settled_text
 from .sessions import PastCompletion, SessionStore
 
 log = logging.getLogger(__name__)
@@ -260,9 +260,10 @@ class CompletionService:
                                          expected=expected if index == 0 else None)
             streamed = ""
             for _ in generation:
-                if index == 0 and on_text is not None and generation.text and len(generation.text) > len(streamed):
-                    on_text(document.in_its_line_breaks(generation.text[len(streamed):]))
-                    streamed = generation.text
+                settled = settled_text(generation.text or "") if index == 0 and on_text is not None else ""
+                if len(settled) > len(streamed) and settled.startswith(streamed):
+                    on_text(document.in_its_line_breaks(settled[len(streamed):]))
+                    streamed = settled
             if index == 0:
                 self._fill_stats(stats, generation.stats, started, queued_at, early)
                 stats.prepared_ahead = ahead_end > 0 and request.mode == "spec" and \

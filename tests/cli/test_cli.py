@@ -11,7 +11,7 @@ import pytest
 
 from nestling.daemon.models.eagle_head import save_head
 from nestling.daemon.service.completion import predicted_keystroke
-from tiny import save_tiny_model_folder, tiny_head
+from tiny import save_split_character_model, save_tiny_model_folder, tiny_head
 
 
 @pytest.fixture(scope="module")
@@ -943,6 +943,16 @@ def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path,
                           "--model", model_dir, "--dtype", "float32")
         assert result.returncode == 2 and "the training corpus is empty" in result.stderr, result.stderr
         assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_complete_offers_no_half_written_character_raw_or_not(tmp_path):
+    """(QA: cut by --max-tokens after the first of its two byte tokens, an "é" was printed as U+FFFD.)"""
+    model = save_split_character_model(tmp_path / "model")
+    (tmp_path / "a.py").write_text('x = "\n')
+    for raw in ((), ("--raw",)):
+        result = nestling("complete", tmp_path / "a.py", "--line", 1, "--col", 6, "--model", model, "--head", "none",
+                          "--dtype", "float32", "--max-tokens", 3, "--json", *raw)
+        assert result.returncode == 0 and json.loads(result.stdout)["text"] == "é", result.stderr
 
 
 def test_complete_reads_stdin_for_a_dash_with_the_language_given(model_dir, source):

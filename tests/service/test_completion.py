@@ -13,7 +13,7 @@ from nestling.daemon.service.completion import (CompletionItem, CompletionReques
                                                 PrefillRequest, predicted_keystroke)
 from nestling.daemon.service.config import ServiceConfig
 from nestling.daemon.speculative.drafter import TreeBudget
-from tiny import informed_head, save_tiny_model_folder
+from tiny import informed_head, save_split_character_model, save_tiny_model_folder
 
 PROFILE = CostProfile("t", 300, {1: 100.0, 16: 110.0, 128: 500.0}, 10.0)
 DOCUMENT = "def total(values):\n    result = 0\n    for value in values:\n        result = "
@@ -243,6 +243,22 @@ def test_two_clients_with_the_same_document_keep_sessions_of_their_own(runtime):
     assert again.stats.reused_prefix_tokens >= again.stats.prompt_tokens - 1  # (shared, it reused a few tokens)
     assert [i.text for i in again.items] == [i.text for i in first.items]
     assert len({session_key(a), session_key(b), URI}) == 3
+
+
+@pytest.mark.parametrize("max_tokens", [1, 2, 5, 8])
+def test_a_character_split_across_tokens_is_streamed_and_offered_only_whole(tmp_path, max_tokens):
+    """(QA: a character written as two byte tokens was streamed as U+FFFD and never corrected; cut by max_tokens after
+    its first byte, it was offered as U+FFFD, which accepting wrote into the file.)"""
+    folder = save_split_character_model(tmp_path)
+    target = load_target(str(folder), device="cpu", dtype="float32", progress=False)
+    service = CompletionService(Runtime(target=target, head=informed_head(target), head_source="test",
+                                        budget=TreeBudget(4, 4, 12), _profile=PROFILE), ServiceConfig())
+    chunks = []
+    result = service.complete(CompletionRequest(uri=URI, text='x = "', cursor=5, max_tokens=max_tokens),
+                              on_text=chunks.append)
+    assert result.stats.tokens == max_tokens  # (an odd number: the last character half written)
+    assert "".join(chunks) == "é" * (max_tokens // 2) and "\ufffd" not in "".join(chunks)
+    assert [item.text for item in result.items] == (["é" * (max_tokens // 2)] if max_tokens > 1 else [])
 
 
 def test_the_stats_name_the_mode_the_daemon_decoded_with(runtime):
