@@ -49,8 +49,7 @@ class LfDocument:
     def of(cls, text: str, cursor: int) -> "LfDocument":
         if "\r" not in text:
             return cls(text, cursor, "\n")
-        if 0 < cursor < len(text) and text[cursor - 1] == "\r" and text[cursor] == "\n":
-            cursor -= 1  # between the CR and the LF of a line break: before it
+        cursor = insertion_point(text, cursor)
         pairs = text.count("\r\n")
         counts = {"\n": text.count("\n") - pairs, "\r\n": pairs, "\r": text.count("\r") - pairs}
         line_break = max(counts, key=lambda k: (counts[k], k == "\n"))
@@ -59,6 +58,14 @@ class LfDocument:
     def in_its_line_breaks(self, completion: str) -> str:
         """`completion` (written for `text`) with the document's own line breaks."""
         return completion if self.line_break == "\n" else completion.replace("\n", self.line_break)
+
+
+def insertion_point(text: str, cursor: int) -> int:
+    """Where a completion at `cursor` in `text` goes: the cursor, or before a line break's CR where the cursor is
+    between its CR and its LF (a completion there would split the line break)."""
+    if 0 < cursor < len(text) and text[cursor - 1] == "\r" and text[cursor] == "\n":
+        return cursor - 1
+    return cursor
 
 
 def lf_only(text: str) -> str:

@@ -211,8 +211,13 @@ def test_a_document_with_other_line_breaks_completes_as_the_same_with_line_feeds
     assert [(i.replace_start, i.replace_end) for i in other.items] == [(cursors[1], cursors[1])]  # its own offsets
     assert (lf.stats.region, lf.stats.prompt_tokens) == (other.stats.region, other.stats.prompt_tokens)
     crlf = DOCUMENT.replace("\n", "\r\n")
+    before = service.complete(CompletionRequest(uri=URI + "x", text=crlf + "\r\n", cursor=len(crlf)))
     between = service.complete(CompletionRequest(uri=URI + "x", text=crlf + "\r\n", cursor=len(crlf) + 1))
-    assert between.items[0].replace_start == len(crlf) + 1  # (a cursor between CR and LF is read as before the CR)
+    parts = service.complete(CompletionRequest(uri=URI + "y", prefix=crlf + "\r", suffix="\n"))
+    for result in (between, parts):  # a cursor between CR and LF is read as before the CR, and the completion goes
+        # there (QA: `replaces` at the cursor split the line break)
+        assert [(i.text, i.replace_start, i.replace_end) for i in result.items] == \
+            [(i.text, len(crlf), len(crlf)) for i in before.items] != []
 
 
 def test_the_prompt_is_given_the_documents_file_name_or_its_languages(runtime, monkeypatch):
