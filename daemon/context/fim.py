@@ -126,7 +126,19 @@ def _keep_tail(tokenizer, text: str, budget: int) -> str:
     if start > 0 and window[start - 1] == "\n":  # the cut fell on a line start: keep that line
         return window[start:]
     newline = window.find("\n", start)
-    return window[newline + 1 :] if newline >= 0 else window[start:]
+    if newline < 0 or (len(window) - newline - 1 < (len(window) - start) // 2 and _in_a_long_line(window, start)):
+        return window[start:]  # (QA: after a 30,000-character line, the next line start kept nothing before the
+        # cursor's line; a cut in the long line keeps the lines after it whole)
+    return window[newline + 1 :]
+
+
+LONG_LINE_CHARS = 256  # a line at least this long (data, minified code) may be cut in its middle to fit a budget
+
+
+def _in_a_long_line(text: str, at: int) -> bool:
+    """Whether position `at` of `text` is inside a line of at least LONG_LINE_CHARS characters."""
+    end = text.find("\n", at)
+    return (len(text) if end < 0 else end) - (text.rfind("\n", 0, at) + 1) >= LONG_LINE_CHARS
 
 
 def _keep_head(tokenizer, text: str, budget: int) -> str:
@@ -177,8 +189,11 @@ def build_fim_prompt(
 
 
 def _sticky_tail(tokenizer, prefix: str, budget: int, start: int | None) -> str | None:
-    """prefix[start:] if `start` is still a line start inside `prefix` and the tail fits the budget."""
-    if start is None or not 0 <= start <= len(prefix) or (start > 0 and prefix[start - 1] != "\n"):
+    """prefix[start:] if `start` is still a line start inside `prefix` (or inside a long line, where _keep_tail cuts)
+    and the tail fits the budget."""
+    if start is None or not 0 <= start <= len(prefix):
+        return None
+    if start > 0 and prefix[start - 1] != "\n" and not _in_a_long_line(prefix, start):
         return None
     tail = prefix[start:]
     if len(tail) > budget * _CHARS_PER_TOKEN_BOUND or len(_encode(tokenizer, tail)) > budget:

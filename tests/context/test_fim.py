@@ -40,6 +40,21 @@ def test_budgets_cut_at_line_boundaries():
         "<pre>line8\nline9\n<suf>line0\nline1\n<mid>"
 
 
+def test_a_budget_cut_inside_a_long_line_keeps_its_end_and_stays_put_while_typing():
+    """(QA: after a 30,000-character line the next line start left nothing before the cursor's line in the prompt.)"""
+    tokenizer, budget = CharTokenizer(), FimBudget(prefix_tokens=40, suffix_tokens=8)
+    prefix = "import os\nDATA = '" + "x" * 1000 + "'\nx = "
+    prompt = build_fim_prompt(tokenizer, FIM, prefix, "", budget=budget)
+    assert prompt.prefix == prefix[-40:] and prompt.prefix.endswith("x" * 30 + "'\nx = ")
+    start = prompt.prefix_start
+    for typed in ("l", "lo", "loa", "load"):  # the first keystroke moves the start to leave slack; then it stays put
+        start = build_fim_prompt(tokenizer, FIM, prefix + typed, "", budget=budget, sticky_start=start).prefix_start
+        assert typed == "l" or start == previous  # (the prompt's state is reused)
+        previous = start
+    short = "import os\nname = 'abc'\n" + "".join(f"v{i} = {i}\n" for i in range(10)) + "x = "  # short lines: a
+    assert build_fim_prompt(tokenizer, FIM, short, "", budget=budget).prefix.startswith("v")  # line start, as before
+
+
 def test_every_line_break_is_a_line_feed():
     assert lf_only("def f(x):\r    return x\r\r\nprint(f(1))\r") == "def f(x):\n    return x\n\nprint(f(1))\n"
 
