@@ -79,7 +79,7 @@ def split_at(text: str, line: int, column: int) -> tuple[str, str]:
     lines = text.split("\n")
     if line < 0 or line >= len(lines):
         raise ValueError(f"line {line + 1} is outside the document (it has {len(lines)} "
-                         f"line{'' if len(lines) == 1 else 's'})")
+                         f"line{'' if len(lines) == 1 else 's'}{', which start at 1' if line < 0 else ''})")
     if column < 0:
         raise ValueError(f"column {column + 1} is before the start of line {line + 1} (columns start at 1)")
     if column > len(lines[line]):

@@ -36,9 +36,10 @@ def language_table() -> dict[str, LanguageSpec]:
 def find_language(language_id: str | None = None, path: str | None = None) -> LanguageSpec | None:
     """The table row for an LSP languageId or, failing that, a file path's suffix; None when unknown."""
     table = language_table().values()
-    if language_id:
+    if language_id:  # (LSP's ids are lower case; "Python" from a script means it too)
+        wanted = language_id.lower()
         for spec in table:
-            if language_id in spec.language_ids or language_id == spec.name:
+            if wanted in spec.language_ids or wanted == spec.name:
                 return spec
     if path:
         suffix = PurePath(path).suffix.lower()

@@ -738,6 +738,7 @@ def test_complete_dash_on_a_terminal_says_how_to_end_the_source(monkeypatch, cap
     ("x = 1", 3, 1, "line 3 is outside the document (it has 1 line)"),
     ("x", 1, 5, "column 5 is past the end of line 1 (it has 1 character)"),
     ("x\n", 4, 1, "line 4 is outside the document (it has 2 lines)"),
+    ("x\n", 0, 1, "line 0 is outside the document (it has 2 lines, which start at 1)"),
 ])
 def test_positions_outside_the_file_say_its_size_in_plain_words(tmp_path, text, line, col, message):
     path = tmp_path / "short.py"

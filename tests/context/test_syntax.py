@@ -182,6 +182,8 @@ def test_language_lookup_by_id_and_extension():
     assert find_language("typescriptreact").name == "tsx"
     assert find_language(None, "src/main.rs").name == "rust"
     assert find_language("cobol", "x.cbl") is None
+    assert find_language("Python").name == "python" and find_language("TypeScriptReact").name == "tsx"  # (QA: a
+    # script's "PYTHON" fell back on the file suffix, and an untitled buffer got no grammar)
 
 
 def test_unknown_languages_and_bad_offsets_are_neutral():
