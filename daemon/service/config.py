@@ -64,8 +64,8 @@ class ServiceConfig:
     # (0: COMPLETION_CHUNK_TOKENS, service/completion.py)
     prefill_chunk_tokens: int = 0
     max_document_chars: int = 4_000_000  # larger documents are refused (RESOURCE_EXHAUSTED)
-    # model state kept across requests, all documents together (LRU): the target's KV cache and features, and a
-    # draft model's KV cache
+    # memory kept across requests, all documents together (LRU): the target's KV cache and features, a draft model's
+    # KV cache, and each document's text and parse tree
     cache_limit_mb: int = 1024
     mode: str = "spec"  # decoding mode for speculative requests (see `nestling bench --help`)
     draft_gate: bool = True  # decode plainly while drafted steps measure slower than plain ones (tokens per ms)

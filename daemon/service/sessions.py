@@ -98,6 +98,10 @@ class Session:
     def kv_bytes(self) -> int:
         return sum(state.kv_bytes() for states in (self.states, self.spare_states) for state in states.values())
 
+    def held_bytes(self) -> int:
+        """What keeping this session costs: its model state, and the document's text and parse."""
+        return self.kv_bytes() + (self.syntax.held_bytes() if self.syntax is not None else 0)
+
 
 class SessionStore:
     """Owned by the model worker thread; `snapshot()` is safe to read from elsewhere."""
@@ -117,14 +121,14 @@ class SessionStore:
         self._sessions.pop(uri, None)
 
     def enforce_limit(self, keep: str | None = None) -> None:
-        """Evict least recently used sessions until the kept model state fits the limit."""
-        total = sum(s.kv_bytes() for s in self._sessions.values())
+        """Evict least recently used sessions until what they hold (model state, texts and parses) fits the limit."""
+        total = sum(s.held_bytes() for s in self._sessions.values())
         for uri in list(self._sessions):
             if total <= self.limit_bytes:
                 break
             if uri == keep:
                 continue
-            total -= self._sessions.pop(uri).kv_bytes()
+            total -= self._sessions.pop(uri).held_bytes()
         self.snapshot = (total, len(self._sessions))
 
     def __len__(self) -> int:
