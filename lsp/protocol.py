@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -22,6 +23,31 @@ from . import convert
 
 log = logging.getLogger(__name__)
 UNPARSABLE = (json.JSONDecodeError, UnicodeDecodeError)  # what json.loads raises for a body that is not JSON
+
+
+HEADER_AT_LINE_END = re.compile(rb"Content-Length: \d+\r\n$")
+
+
+class ResyncingInput:
+    """Standard input as pygls reads it (a line per header, then the body), found again after a message whose
+    Content-Length did not match its body: pygls takes a header only as a line of its own, so the bytes left over (a
+    length counted in characters, not bytes) glued onto the next header, and every later body swallowed the header
+    after it: no request was answered again, without a word (QA). A line that ends in a Content-Length header is read
+    as that header; what came before it is dropped, with a log line."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def readline(self) -> bytes:
+        line = self.stream.readline()
+        if line.startswith(b"Content-Length:") or not (found := HEADER_AT_LINE_END.search(line)):
+            return line
+        log.warning("dropped %d bytes before a message header: the message before them had a Content-Length other "
+                    "than its body's length in bytes", found.start())
+        return line[found.start():]
+
+    def read(self, size: int) -> bytes:
+        return self.stream.read(size)
 
 
 class LspTextDocument(TextDocument):

@@ -13,7 +13,9 @@ def add_parser(sub, add_model_options) -> None:
 
 def run(args) -> int:
     import logging
+    import sys
 
+    from ...lsp.protocol import ResyncingInput
     from ...lsp.server import build_server, daemon_backend_factory, embedded_backend_factory
     from ..grpc_api.daemon_lock import DaemonError
     from ..grpc_api.addresses import parse_tcp_address
@@ -36,7 +38,7 @@ def run(args) -> int:
     if tcp:
         server.start_tcp(tcp[0], tcp[1])
     else:
-        server.start_io()
+        server.start_io(stdin=ResyncingInput(sys.stdin.buffer))
     return 0 if server.protocol.shut_down else 1  # LSP: exit without shutdown first is an error
 
 

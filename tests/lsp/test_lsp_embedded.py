@@ -326,14 +326,16 @@ async def test_edits_that_do_not_fit_are_applied_as_editors_would_with_a_log_lin
         "ends (1:4) before it starts (1:14)" in told[2], told
 
 
-def lsp_session(messages, stderr: list | None = None):
+def lsp_session(messages, stderr: list | None = None, lengths: dict | None = None):
     """Runs the embedded server over stdio with `messages` (dicts) written in turn: (its exit status, responses);
-    its standard error is appended to `stderr` if given."""
+    its standard error is appended to `stderr` if given. `lengths`: a wrong Content-Length by message index, as a
+    function of the right one."""
     import json
     import subprocess
 
-    framed = b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-                      for body in (json.dumps(m).encode() for m in messages))
+    lengths = lengths or {}
+    framed = b"".join(b"Content-Length: %d\r\n\r\n%s" % (lengths.get(n, int)(len(body)), body)
+                      for n, body in enumerate(json.dumps(m, ensure_ascii=False).encode() for m in messages))
     done = subprocess.run(EMBEDDED, input=framed, capture_output=True, timeout=120)
     if stderr is not None:
         stderr.append(done.stderr.decode(errors="replace"))
@@ -344,6 +346,21 @@ def lsp_session(messages, stderr: list | None = None):
         responses.append(json.loads(rest[:size]))
         out = rest[size:]
     return done.returncode, [r for r in responses if "id" in r and "method" not in r]
+
+
+@pytest.mark.parametrize("wrong", [lambda n: n - 7, lambda n: n + 5], ids=["short", "long"])
+def test_a_message_whose_length_is_wrong_costs_only_itself_and_the_next(wrong):
+    """(QA: a Content-Length counted in characters, 7 short of the bytes, left every later request unanswered.)"""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": URI, "languageId": "python", "version": 1, "text": "# 中文😀\nx = 1\n"}}}
+    later = [{"jsonrpc": "2.0", "id": n, "method": "workspace/symbol", "params": {"query": ""}} for n in (2, 3, 4)]
+    stderr = []
+    status, responses = lsp_session([initialize, opened, *later, {"jsonrpc": "2.0", "id": 5, "method": "shutdown"},
+                                     {"jsonrpc": "2.0", "method": "exit"}], stderr, lengths={1: wrong})
+    answered = [r["id"] for r in responses]
+    assert status == 0 and answered[0] == 1 and {3, 4, 5} <= set(answered), (responses, stderr)
+    assert "dropped" in stderr[0] and "Content-Length other than its body's length in bytes" in stderr[0]
 
 
 def test_requests_after_shutdown_get_an_error_and_exit_without_shutdown_fails():
