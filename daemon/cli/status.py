@@ -128,7 +128,9 @@ def describe(stats, address: str, pid: int | None) -> list[str]:
         f"whole completion p50 {total.p50_ms:.0f} ms, p95 {total.p95_ms:.0f}, p99 {total.p99_ms:.0f}"
         if stats.requests else "latency   none measured yet (no completions)",
         f"cache     {stats.cache_bytes / 2**20:.1f} MiB of {stats.cache_limit_bytes / 2**20:.0f} MiB, "
-        f"{stats.cache_documents} documents",
+        f"{stats.cache_documents} document{'' if stats.cache_documents == 1 else 's'}"
+        + (" (over the limit: the document asked last is kept whatever its size)"
+           if stats.cache_bytes > stats.cache_limit_bytes else ""),
         f"prefills  {stats.prefills} files prepared on opening, {stats.prefilled_tokens} prompt tokens; "
         f"{stats.prefills_ahead} ahead of the next request, {stats.prefills_ahead_used} of them used",
         f"profile   {_profile(stats)}",

@@ -254,6 +254,21 @@ def test_status_describes_prefills_on_opening_and_ahead_of_a_keystroke():
                         "7 ahead of the next request, 3 of them used")
 
 
+def test_status_says_why_the_cache_is_over_its_limit():
+    """(QA: "cache 1.2 MiB of 1 MiB, 1 documents" read as a broken limit.)"""
+    from nestling.daemon.cli.status import describe
+    from nestling.proto import completion_pb2 as pb
+
+    def cache_line(used, documents):
+        lines = describe(pb.GetStatsResponse(model="m", cache_bytes=used, cache_documents=documents,
+                                             cache_limit_bytes=2**20), "unix:/run/daemon.sock", 42)
+        return next(line for line in lines if line.startswith("cache"))
+
+    assert cache_line(2**19, 3) == "cache     0.5 MiB of 1 MiB, 3 documents"
+    assert cache_line(int(1.2 * 2**20), 1) == ("cache     1.2 MiB of 1 MiB, 1 document (over the limit: the document "
+                                               "asked last is kept whatever its size)")
+
+
 @pytest.mark.parametrize("fields, says", [
     (dict(device="cpu", dtype="bfloat16", exact_rows=32, packed_weights=True), "bit for bit: trees of up to 32 tokens"),
     (dict(device="cpu", dtype="float32"), "in practice: trees verify as one block"),
