@@ -6,7 +6,7 @@ import json
 import os
 
 from ..service.config import TOKEN_VARIABLE, config_path, load_config
-from .serve import add_setting_options, settings_from
+from .serve import add_setting_options, settings_from, warn_of_token_flag
 
 
 def add_parser(sub, add_model_options) -> None:
@@ -20,6 +20,8 @@ def add_parser(sub, add_model_options) -> None:
 
 def run(args) -> int:
     settings = settings_from(args)
+    if args.token is not None:
+        warn_of_token_flag("config")
     from_environment = args.token is None and bool(os.environ.get(TOKEN_VARIABLE))  # (as `serve` takes it: the flag
     if from_environment:  # first, then the variable, then the file)
         settings["token"] = os.environ[TOKEN_VARIABLE]

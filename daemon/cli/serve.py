@@ -72,6 +72,11 @@ def add_setting_options(p) -> None:
     p.add_argument("--log-level", choices=list(LOG_LEVELS))
 
 
+def warn_of_token_flag(command: str) -> None:
+    print(f"nestling {command}: warning: a --token on the command line is visible to every local user (ps); put it "
+          f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
+
+
 def settings_from(args) -> dict:
     return {name: getattr(args, name, None) for name in FLAG_SETTINGS}
 
@@ -81,8 +86,7 @@ def run(args) -> int:
         return stop(args.wait)
     settings = settings_from(args)
     if args.token is not None:
-        print(f"nestling serve: warning: a --token on the command line is visible to every local user (ps); put it "
-              f"in the config file (token = ...) or ${TOKEN_VARIABLE} instead", file=sys.stderr)
+        warn_of_token_flag("serve")
     elif os.environ.get(TOKEN_VARIABLE):
         settings["token"] = os.environ[TOKEN_VARIABLE]
     config, sources = load_config(settings, named_file_must_exist=True)  # (refuses a bad --tcp before the libraries

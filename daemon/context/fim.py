@@ -127,9 +127,18 @@ def _keep_tail(tokenizer, text: str, budget: int) -> str:
         return window[start:]
     newline = window.find("\n", start)
     if newline < 0 or (len(window) - newline - 1 < (len(window) - start) // 2 and _in_a_long_line(window, start)):
-        return window[start:]  # (QA: after a 30,000-character line, the next line start kept nothing before the
-        # cursor's line; a cut in the long line keeps the lines after it whole)
+        return _fitted_tail(tokenizer, window[start:], budget)  # (QA: after a 30,000-character line, the next line
+        # start kept nothing before the cursor's line; a cut in the long line keeps the lines after it whole)
     return window[newline + 1 :]
+
+
+def _fitted_tail(tokenizer, text: str, budget: int) -> str:
+    """`text` less the fewest leading characters that bring it within `budget` tokens: a cut inside a line can start
+    inside a character (the budget's tokens decode to U+FFFD there) or tokenize other than inside the whole, a few
+    tokens over (review)."""
+    while text and (excess := len(_encode(tokenizer, text)) - budget) > 0:
+        text = text[excess:]
+    return text
 
 
 LONG_LINE_CHARS = 256  # a line at least this long (data, minified code) may be cut in its middle to fit a budget

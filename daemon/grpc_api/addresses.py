@@ -51,14 +51,17 @@ def tcp_listen_problem(host: str, port: int, holder: int | None = None) -> str |
                 probe.bind(address)
                 return None
             except OSError as exc:
-                if exc.errno == errno.EADDRINUSE and holder is not None and listens_on(holder, port) is not False:
+                if exc.errno == errno.EADDRINUSE and holder is not None and \
+                        listens_on(holder, port, address[0]) is not False:
                     return None
                 problem = exc.strerror or str(exc)
     return problem
 
 
-def listens_on(pid: int, port: int) -> bool | None:
-    """Whether process `pid` has a TCP socket listening on `port` (Linux's /proc); None where /proc cannot say."""
+def listens_on(pid: int, port: int, host: str | None = None) -> bool | None:
+    """Whether process `pid` has a TCP socket listening on `port` (at an address that takes `host`'s connections, where
+    given: it, a wildcard, or its IPv4-mapped form; Linux's /proc); None where /proc cannot say."""
+    wanted = ipaddress.ip_address(host.split("%")[0]) if host else None
     inodes, read = set(), False
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -68,7 +71,8 @@ def listens_on(pid: int, port: int) -> bool | None:
         read = True
         for row in rows:  # "sl local_address rem_address st ... inode": address "HEX:PORTHEX", st 0A = LISTEN
             fields = row.split()
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and \
+                    (wanted is None or _same_listener(_proc_address(fields[1].rsplit(":", 1)[0]), wanted)):
                 inodes.add(fields[9])
     try:
         descriptors = os.listdir(f"/proc/{pid}/fd")
@@ -83,6 +87,19 @@ def listens_on(pid: int, port: int) -> bool | None:
         except OSError:
             continue
     return False
+
+
+def _proc_address(hexadecimal: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address as /proc/net/tcp{,6} writes it: 32-bit words in the machine's (little-endian) order, in hex."""
+    raw = bytes.fromhex(hexadecimal)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    return ipaddress.ip_address(words)
+
+
+def _same_listener(listening, wanted) -> bool:
+    """Whether a socket listening at address `listening` is in the way of one at `wanted`."""
+    mapped = getattr(listening, "ipv4_mapped", None)
+    return listening == wanted or listening.is_unspecified or wanted.is_unspecified or mapped == wanted
 
 
 def check_socket_path(path: Path) -> None:

@@ -43,7 +43,6 @@ def user_daemon(socket: str | Path | None = None, tcp: str | None = None,
     return target_for(config.socket_path, tcp), config.token
 
 
-# the request's line mode by the name the CLI, the language server and the service use
 MAX_TOKENS_LIMIT_KEY = "nestling-max-tokens-limit"  # trailing metadata of a refusal of options.max_tokens: the
 # daemon's max_tokens_limit, which the client may ask for instead
 
@@ -56,6 +55,7 @@ def max_tokens_limit_of(exc: grpc.RpcError) -> int | None:
     return int(given) if given.isdigit() and int(given) > 0 else None
 
 
+# the request's line mode by the name the CLI, the language server and the service use
 LINE_MODE_CODES = {"auto": pb.LINE_MODE_AUTO, "single": pb.LINE_MODE_SINGLE, "multi": pb.LINE_MODE_MULTI}
 
 # The daemon is local: after a failed connection (it is starting or restarting), try again within a second

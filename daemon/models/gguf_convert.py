@@ -116,6 +116,9 @@ def _dequantized(tensor) -> np.ndarray:
     return np.array(quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)  # a writable copy
 
 
+GGUF_SOURCE_FILE = "nestling-gguf-source.json"  # in a conversion's folder: the GGUF file it was converted from
+
+
 def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bfloat16, progress: bool = True) -> Path:
     """Convert `gguf_path` into a Hugging Face folder at `out_dir` (written atomically). Returns out_dir."""
     import gguf
@@ -146,6 +149,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
         save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt", "source": gguf_path.name})
         (staging / "config.json").write_text(json.dumps(config, indent=2))
         _convert_tokenizer(gguf_path, staging)
+        (staging / GGUF_SOURCE_FILE).write_text(json.dumps({"gguf": str(gguf_path.resolve())}), encoding="utf-8")
         if out_dir.exists():
             shutil.rmtree(out_dir)
         staging.rename(out_dir)

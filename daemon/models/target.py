@@ -457,7 +457,6 @@ def resolve_model_path(spec: str | None, progress: bool = True, named: str | Non
         converted = checked_cache_dir() / "models" / f"{path.stem}-{gguf_stamp(path)}"
         if not (converted / "model.safetensors").is_file():
             convert_gguf(path, converted, progress=progress)
-            (converted / GGUF_SOURCE_FILE).write_text(json.dumps({"gguf": str(path.resolve())}), encoding="utf-8")
             remove_earlier_conversions(converted, path)
         return path.name, converted
     if path.is_dir():
@@ -490,15 +489,21 @@ def check_outputs_are_numbers(model: torch.nn.Module, path: Path) -> None:
 
 
 GGUF_SAMPLE_BYTES = 1 << 20  # how much of a GGUF file's start and end its stamp reads
-GGUF_SOURCE_FILE = "nestling-gguf-source.json"  # in a conversion's folder: the GGUF file it was converted from
-
-
 def remove_earlier_conversions(converted: Path, path: Path) -> None:
-    """Remove the cache's conversions of earlier contents of the GGUF file at `path` (a file replaced where it is, by a
-    download or a new quantization): no stamp can name them again, and each holds the whole model unquantized."""
+    """Remove the cache's other conversions of the GGUF file at `path` (a file replaced where it is, by a download or a
+    new quantization): no stamp can name them again, and each holds the whole model unquantized. Only while `converted`
+    is the conversion of what the file holds now (review: a conversion of earlier contents that ended last had removed
+    the current one)."""
     import glob
     import shutil
 
+    from .gguf_convert import GGUF_SOURCE_FILE
+
+    try:
+        if converted.name != f"{path.stem}-{gguf_stamp(path)}":
+            return
+    except OSError:
+        return
     for folder in converted.parent.glob(f"{glob.escape(path.stem)}-*"):
         try:
             source = json.loads((folder / GGUF_SOURCE_FILE).read_text(encoding="utf-8")).get("gguf")

@@ -270,7 +270,7 @@ class CompletionService:
                     stats.reused_prefix_tokens >= min(ahead_end, stats.prompt_tokens - 1)
                 if stats.prepared_ahead and accept_guess:
                     session.accept_first = used_guess == accept_guess
-                session.remember(PastCompletion.at(prefix, suffix, generation.text or ""))
+                session.remember(PastCompletion.at(prefix, suffix, settled_text(generation.text or "")))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
                 break

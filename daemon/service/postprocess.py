@@ -241,7 +241,8 @@ def settled_text(text: str) -> str:
     """`text` less a character still being written: where the tokens end inside one (byte tokens of a multi-byte
     character decode as U+FFFD until its last byte), the trailing U+FFFDs may yet become another character, or, at the
     end of a completion, be no character at all. (QA: streamed, one was sent as U+FFFD and never corrected; cut by
-    max_tokens, one was offered, and accepting it wrote U+FFFD into the file.)"""
+    max_tokens, one was offered, and accepting it wrote U+FFFD into the file.) A U+FFFD the model wrote whole at the end
+    goes too: no code is the worse for it."""
     return text.rstrip("\ufffd")
 
 

@@ -950,6 +950,7 @@ def test_config_takes_every_setting_flag_serve_takes_and_the_token_flag_before_t
     assert {key: report["settings"][key] for key in ("mode", "draft_gate", "cache_limit_mb", "log_level")} == \
         {"mode": "lookup", "draft_gate": False, "cache_limit_mb": 64, "log_level": "debug"}
     assert report["sources"]["token"] == "flag" and report["sources"]["mode"] == "flag"  # (as serve: flag, then env)
+    assert "warning: a --token on the command line is visible to every local user" in result.stderr
 
 
 def test_train_head_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, model_dir):

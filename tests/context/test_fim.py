@@ -5,6 +5,7 @@ import pytest
 from char_tokenizer import FIM, CharTokenizer
 from nestling.daemon.context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only, split_at
 from nestling.daemon.context.languages import file_name_hint, uri_file_name
+from nestling.daemon.models.target import QWEN_FIM as FIM_TOKENS
 
 
 def shown(prefix, suffix, **kwargs):
@@ -46,13 +47,25 @@ def test_a_budget_cut_inside_a_long_line_keeps_its_end_and_stays_put_while_typin
     prefix = "import os\nDATA = '" + "x" * 1000 + "'\nx = "
     prompt = build_fim_prompt(tokenizer, FIM, prefix, "", budget=budget)
     assert prompt.prefix == prefix[-40:] and prompt.prefix.endswith("x" * 30 + "'\nx = ")
-    start = prompt.prefix_start
+    start, previous = prompt.prefix_start, None
     for typed in ("l", "lo", "loa", "load"):  # the first keystroke moves the start to leave slack; then it stays put
         start = build_fim_prompt(tokenizer, FIM, prefix + typed, "", budget=budget, sticky_start=start).prefix_start
         assert typed == "l" or start == previous  # (the prompt's state is reused)
         previous = start
     short = "import os\nname = 'abc'\n" + "".join(f"v{i} = {i}\n" for i in range(10)) + "x = "  # short lines: a
     assert build_fim_prompt(tokenizer, FIM, short, "", budget=budget).prefix.startswith("v")  # line start, as before
+
+
+@pytest.mark.parametrize("line, budget", [("中文😀" * 3000, 40), ("中文😀" * 3000, 1536), ("é" * 9000, 100)])
+def test_a_cut_inside_a_long_line_of_characters_of_several_bytes_keeps_within_the_budget(line, budget):
+    """(review: the budget's tokens began inside a character, and the tail kept came to a few tokens more.)"""
+    from tiny import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    prompt = build_fim_prompt(tokenizer, FIM_TOKENS, f'DATA = "{line}"\nx = ', "",
+                              budget=FimBudget(prefix_tokens=budget, suffix_tokens=8))
+    kept = len(tokenizer(prompt.prefix, add_special_tokens=False)["input_ids"])
+    assert budget - 8 <= kept <= budget and prompt.prefix.endswith('"\nx = ')
 
 
 def test_every_line_break_is_a_line_feed():

@@ -45,3 +45,28 @@ def test_a_privileged_port_is_a_problem_unless_this_user_may_listen_there():
         assert problem is None
     else:
         assert problem and "permission" in problem.lower()
+
+
+def test_our_listener_at_another_address_of_the_port_does_not_free_it():
+    """(review: the daemon on 127.0.0.2:P and another program on 127.0.0.1:P read as "the daemon holds it", and a
+    restart onto 127.0.0.1:P stopped the daemon, then could not listen.)"""
+    with socket.socket() as ours:
+        ours.bind(("127.0.0.2", 0))
+        ours.listen()
+        port = ours.getsockname()[1]
+        other = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(); "
+                                  f"s.bind(('127.0.0.1', {port})); s.listen(); print(flush=True); time.sleep(30)"],
+                                 stdout=subprocess.PIPE)
+        try:
+            other.stdout.readline()  # (it listens)
+            assert listens_on(os.getpid(), port, "127.0.0.2") is True
+            assert listens_on(os.getpid(), port, "127.0.0.1") is False
+            assert "in use" in tcp_listen_problem("127.0.0.1", port, holder=os.getpid())
+            assert listens_on(other.pid, port, "127.0.0.1") is True and listens_on(other.pid, port, "::1") is False
+        finally:
+            other.kill()
+            other.wait()
+    with socket.socket(socket.AF_INET6) as anywhere:  # a wildcard listener is in the way of every address
+        anywhere.bind(("::", 0))
+        anywhere.listen()
+        assert listens_on(os.getpid(), anywhere.getsockname()[1], "127.0.0.1") is True

@@ -127,7 +127,9 @@ def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_
     first's weights, in silence.)"""
     import os
 
-    from nestling.daemon.models.target import resolve_model_path
+    import shutil
+
+    from nestling.daemon.models.target import remove_earlier_conversions, resolve_model_path
 
     monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path / "cache"))
     paths = []
@@ -148,3 +150,7 @@ def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_
     assert replaced not in converted  # (review: the path told them apart)
     assert not converted[0].exists() and converted[1].is_dir()  # the earlier contents' conversion is removed, only it
     assert sorted(p.name for p in replaced.parent.iterdir()) == sorted([replaced.name, converted[1].name])
+    late = replaced.parent / "model-1-0123456789abcdef"  # a conversion of earlier contents that ended after this one
+    shutil.copytree(converted[1], late)
+    remove_earlier_conversions(late, paths[0])  # (review: it removed the conversion of what the file holds now)
+    assert replaced.is_dir() and late.is_dir()
