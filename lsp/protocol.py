@@ -210,7 +210,8 @@ class NestlingProtocol(LanguageServerProtocol):
                method: str | None = None) -> None:
         """Where every bad message from the client ends: one log line (no traceback: the fault is the client's, and
         no pop-up), and, for a request, the JSON-RPC error response for its id (null when it has none we can read)."""
-        what = (method or "a message") + ("" if msg_id is None else f" {msg_id!r}")
+        what = method or ("a message" if msg_id is None else "a request")  # ("a message 5" read as a count)
+        what += "" if msg_id is None else f" (id {msg_id!r})"
         log.warning("refused %s from the client: %s (%d)", what, error.message, error.code)
         if answer:
             self._send_data({"jsonrpc": JsonRPCProtocol.VERSION, "id": msg_id,

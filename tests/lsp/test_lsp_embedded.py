@@ -231,6 +231,7 @@ async def test_malformed_requests_get_error_responses_not_pop_ups_or_tracebacks(
     err = capfd.readouterr().err
     assert "Traceback" not in err, err
     assert len([line for line in err.splitlines() if "refused" in line]) == 9, err  # a line for each
+    assert "refused a request (id 900) from the client: " in err and "refused a message from the client: " in err, err
 
 
 @pytest.mark.asyncio(loop_scope="module")
