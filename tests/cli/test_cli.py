@@ -51,7 +51,8 @@ def test_complete_json_is_one_object_with_text_and_stats(model_dir, head_dir, so
     from nestling.proto import completion_pb2 as pb
 
     daemons = {field.name for field in pb.CompletionStats.DESCRIPTOR.fields}  # what `complete --daemon --json` gives
-    assert daemons - {"queue_ms", "region", "mode"} <= set(spec_out["stats"])  # (region and mode: at the top here)
+    assert daemons - {"queue_ms", "region", "mode", "line_mode"} <= set(spec_out["stats"])  # (region, mode and
+    assert {"region", "mode", "line_mode"} <= set(spec_out)  # line_mode: at the top here)
     assert ar_out["stats"]["tau"] == 1.0
     cursor = source.read_text().index("print(os")  # line 5, column 5: where the daemon's `replaces` would be
     assert spec_out["replaces"] == {"start": cursor, "end": cursor}  # (local --json lacked it; one parser reads both)
