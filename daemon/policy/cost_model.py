@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import statistics
 import time
@@ -22,7 +23,7 @@ from ..log_levels import NOTICE
 from ..models import attention
 from ..models.kv_cache import new_cache, truncate
 from ..models.target import TargetModel, cpu_features, cpu_name, kernel_settings
-from ..models.paths import checked_cache_dir
+from ..models.paths import checked_cache_dir, replacing
 from ..speculative.drafter import DraftInput, TreeBudget
 from ..speculative.masks import block_mask
 from ..speculative.stats import Clock
@@ -69,22 +70,48 @@ class CostProfile:
         return self.verify_cost(1) / self.verify_cost(size)
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=2))
+        """Written in one rename (a full disk leaves the old file whole, not an empty one); OSError naming the path."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with replacing(path) as temporary:
+                temporary.write_text(json.dumps(asdict(self), indent=2))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write the cost profile {path}: {exc.strerror or exc}") from None
 
     @classmethod
     def load(cls, path: Path) -> "CostProfile":
+        """The profile in `path`; ValueError where it holds no usable curve (QA: a string, an empty curve, a null draft
+        step or zeros in a hand-edited file failed every completion; NaN or negative times gave trees of one node)."""
         data = json.loads(path.read_text())
-        data["verify_ms"] = {int(k): float(v) for k, v in data["verify_ms"].items()}
+        if not isinstance(data, dict) or not isinstance(data.get("verify_ms"), dict):
+            raise ValueError("no verify_ms table")
+        data["verify_ms"] = {int(k): _milliseconds(v, f"verify_ms[{k}]") for k, v in data["verify_ms"].items()}
+        if len(data["verify_ms"]) < 2 or min(data["verify_ms"]) != 1:
+            raise ValueError("verify_ms needs one token's time and at least one more size")
+        data["draft_step_ms"] = _milliseconds(data.get("draft_step_ms"), "draft_step_ms", zero=True)
+        if not isinstance(data.get("key"), str) or not isinstance(data.get("measured", {}), dict):
+            raise ValueError("key or measured of the wrong type")
         return cls(**data)
 
     @classmethod
     def read(cls, path: Path) -> "CostProfile | None":
-        """The profile cached at `path`, or None where there is none or it cannot be read (corrupt, old layout)."""
+        """The profile cached at `path`, or None where there is none or it cannot be read (corrupt, old layout: said
+        in a log line)."""
         try:
             return cls.load(path)
-        except (OSError, ValueError, KeyError, TypeError):
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("the cost profile %s cannot be used: %s", path, exc)
+            return None
+
+
+def _milliseconds(value, name: str, zero: bool = False) -> float:
+    """`value` as a time in ms: a finite number above 0 (or 0 where `zero`); ValueError naming it otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+            value < 0 or (value == 0 and not zero):
+        raise ValueError(f"{name} is {value!r}, not a time in ms")
+    return float(value)
 
 
 def profile_key(target, head) -> str:
@@ -300,8 +327,12 @@ def load_or_measure(target, head, show_progress: bool = False) -> CostProfile:
     """The cached profile for this target/head/device, measuring it on first use (with a progress bar when
     `show_progress`)."""
     key = profile_key(target, head)
-    path = profile_path(key)
-    cached = CostProfile.read(path)
+    try:
+        path = profile_path(key)
+    except OSError as exc:  # (the cache folder's variable names a file)
+        log.warning("the cost profile is timed but not kept: %s", exc)
+        path = None
+    cached = CostProfile.read(path) if path is not None else None
     if cached is not None:
         return cached  # a corrupt one is simply measured again
     log.log(NOTICE, "timing verify forwards and a draft step on this device (once per model, device and library "
@@ -311,8 +342,12 @@ def load_or_measure(target, head, show_progress: bool = False) -> CostProfile:
         log.warning("other processes kept %.0f%% of the CPU busy while the verification cost was measured: the "
                     "profile is used now but not kept (measured again at the next start; `nestling profile` "
                     "measures it on demand)", 100 * profile.measured["busy_elsewhere"])
-    else:
-        profile.save(path)
+    elif path is not None:
+        try:
+            profile.save(path)
+        except OSError as exc:  # (QA: a read-only home or a full disk failed every completion)
+            log.warning("%s: the profile is used now and timed again at the next start (NESTLING_CACHE_DIR names "
+                        "another cache folder)", exc)
     return profile
 
 

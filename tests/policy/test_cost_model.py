@@ -1,3 +1,4 @@
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -5,6 +6,8 @@ import torch
 
 from nestling.daemon.policy import cost_model
 from nestling.daemon.policy.cost_model import profile_key
+
+PROFILE_PATH = cost_model.profile_path  # (before a test replaces it)
 
 
 def test_a_profile_from_another_cpu_model_is_not_reused(monkeypatch):
@@ -222,3 +225,34 @@ def test_a_cached_profile_that_cannot_be_read_reads_as_none(tmp_path):
     assert cost_model.CostProfile.read(path) is None
     _profile({1: 60.0, 16: 90.0}, {1: 60.0}).save(path)
     assert cost_model.CostProfile.read(path).verify_ms == {1: 60.0, 16: 90.0}
+
+
+@pytest.mark.parametrize("damage", [
+    {"verify_ms": "fast"}, {"verify_ms": {}}, {"verify_ms": {"1": 60.0}}, {"draft_step_ms": None},
+    {"verify_ms": {"1": 0.0, "16": 0.0}}, {"verify_ms": {"1": float("nan"), "16": 90.0}},
+    {"verify_ms": {"1": 60.0, "16": float("inf")}}, {"verify_ms": {"1": -5.0, "16": 90.0}},
+    {"draft_step_ms": -1.0}, {"draft_step_ms": True}, {"verify_ms": {"2": 60.0, "16": 90.0}}, {"key": 5},
+])
+def test_a_damaged_profile_file_is_timed_again_with_a_log_line(tmp_path, damage, caplog):
+    """(QA: a hand-edited file with a string, an empty curve, a null draft step or zeros failed every completion, and
+    `nestling profile` too; NaN or negative times were taken, and every tree was one node.)"""
+    path = tmp_path / "p.json"
+    _profile({1: 60.0, 16: 90.0}, {1: 60.0}).save(path)
+    path.write_text(json.dumps({**json.loads(path.read_text()), **damage}))
+    assert cost_model.CostProfile.read(path) is None
+    assert f"the cost profile {path} cannot be used" in caplog.text
+
+
+def test_a_profile_that_cannot_be_kept_is_used_with_a_warning(monkeypatch, tmp_path, caplog):
+    """(QA: a read-only home, or a full disk, failed every completion: `[Errno 13] Permission denied`.)"""
+    monkeypatch.setattr(cost_model, "measure", lambda target, head, progress=None: _profile({1: 60.0, 16: 92.0},
+                                                                                           {1: 59.0, 16: 93.0}))
+    monkeypatch.setattr(cost_model, "profile_key", lambda target, head: "k")
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(cost_model, "profile_path", lambda key: tmp_path / "file" / "profiles" / f"{key}.json")
+    assert cost_model.load_or_measure(None, None).verify_ms[1] == 60.0
+    assert "cannot write the cost profile" in caplog.text and "timed again at the next start" in caplog.text
+    monkeypatch.setenv("NESTLING_CACHE_DIR", str(tmp_path / "file"))  # the variable names a file
+    monkeypatch.setattr(cost_model, "profile_path", PROFILE_PATH)
+    assert cost_model.load_or_measure(None, None).verify_ms[1] == 60.0
+    assert "the cost profile is timed but not kept: $NESTLING_CACHE_DIR is" in caplog.text
