@@ -76,7 +76,7 @@ class CostProfile:
             with replacing(path) as temporary:
                 temporary.write_text(json.dumps(asdict(self), indent=2))
         except OSError as exc:
-            raise OSError(exc.errno, f"cannot write the cost profile {path}: {exc.strerror or exc}") from None
+            raise OSError(f"cannot write the cost profile {path}: {exc.strerror or exc}") from None
 
     @classmethod
     def load(cls, path: Path) -> "CostProfile":
