@@ -114,12 +114,16 @@ def ensure_embedded_model(name: str = DEFAULT_MODEL, progress: bool = True) -> P
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return target
     parts = locate_parts(model)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if shutil.disk_usage(target.parent).free < 4 * sum(p.stat().st_size for p in parts):
-        raise ModelLoadError(f"not enough free disk in {target.parent} to convert model {name!r}")
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".assemble-") as tmp:
-        gguf_path = assemble_parts(parts, Path(tmp) / f"{name}.gguf", model.sha256, progress=progress)
-        from .gguf_convert import convert_gguf  # (torch: not for a client that only reads the model names)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if shutil.disk_usage(target.parent).free < 4 * sum(p.stat().st_size for p in parts):
+            raise ModelLoadError(f"not enough free disk in {target.parent} to convert model {name!r}")
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".assemble-") as tmp:
+            gguf_path = assemble_parts(parts, Path(tmp) / f"{name}.gguf", model.sha256, progress=progress)
+            from .gguf_convert import convert_gguf  # (torch: not for a client that only reads the model names)
 
-        convert_gguf(gguf_path, target, progress=progress)
+            convert_gguf(gguf_path, target, progress=progress)
+    except OSError as exc:  # (an unwritable cache folder said only "[Errno 13] Permission denied: '~/.cache'")
+        raise ModelLoadError(f"cannot convert the embedded model {name!r} into {target.parent}: "
+                             f"{exc.strerror or exc} (NESTLING_CACHE_DIR names another cache folder)") from None
     return target

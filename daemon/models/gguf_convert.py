@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 from tqdm import tqdm
 
@@ -146,13 +147,19 @@ def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
         missing = [k for k in ("model.embed_tokens.weight", "model.norm.weight") if k not in state]
         if missing:
             raise ModelLoadError(f"{gguf_path}: GGUF file lacks tensors {missing}")
-        save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt", "source": gguf_path.name})
-        (staging / "config.json").write_text(json.dumps(config, indent=2))
-        _convert_tokenizer(gguf_path, staging)
-        (staging / GGUF_SOURCE_FILE).write_text(json.dumps({"gguf": str(gguf_path.resolve())}), encoding="utf-8")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
+        try:
+            save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt", "source": gguf_path.name})
+            (staging / "config.json").write_text(json.dumps(config, indent=2))
+            _convert_tokenizer(gguf_path, staging)
+            (staging / GGUF_SOURCE_FILE).write_text(json.dumps({"gguf": str(gguf_path.resolve())}), encoding="utf-8")
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            staging.rename(out_dir)
+        except (OSError, SafetensorError) as exc:  # (QA: a full disk ended in safetensors' traceback)
+            size = sum(t.numel() * t.element_size() for t in state.values())
+            raise ModelLoadError(f"{gguf_path}: cannot write its conversion into {out_dir.parent} ({exc}): it takes "
+                                 f"about {size / 2**30:.1f} GiB there (NESTLING_CACHE_DIR names another cache "
+                                 "folder)") from None
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

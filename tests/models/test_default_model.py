@@ -50,3 +50,23 @@ def test_default_parts_are_found_through_distribution_metadata():
     parts = locate_parts(default_model.EMBEDDED_MODELS[default_model.DEFAULT_MODEL])
     assert [p.name for p in parts] == [f"part0{i}.bin" for i in range(1, 7)]
     assert all(p.stat().st_size > 0 for p in parts)
+
+
+def test_a_cache_folder_that_cannot_be_written_is_said_with_the_variable_that_moves_it(tmp_path, monkeypatch):
+    """(QA: a read-only home said only "[Errno 13] Permission denied: '.../.cache'".)"""
+    part = tmp_path / "part1.bin"
+    part.write_bytes(b"abc")
+    model = EmbeddedModel("tiny", "tiny-part", 1, "0" * 64, "pip install x")
+    monkeypatch.setitem(default_model.EMBEDDED_MODELS, "tiny", model)
+    monkeypatch.setattr(default_model, "locate_parts", lambda m: [part])
+    (tmp_path / "read_only").mkdir()
+    monkeypatch.setattr(default_model, "converted_dir", lambda m: tmp_path / "read_only" / "cache" / "models" / "tiny")
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(default_model.Path, "mkdir", refused)
+    with pytest.raises(ModelLoadError, match=f"cannot convert the embedded model 'tiny' into "
+                                             f"{tmp_path / 'read_only' / 'cache' / 'models'}: Permission denied "
+                                             r"\(NESTLING_CACHE_DIR names another cache folder\)"):
+        default_model.ensure_embedded_model("tiny", progress=False)

@@ -154,3 +154,23 @@ def test_two_gguf_files_of_one_name_size_and_time_get_their_own_conversions(tmp_
     shutil.copytree(converted[1], late)
     remove_earlier_conversions(late, paths[0])  # (review: it removed the conversion of what the file holds now)
     assert replaced.is_dir() and late.is_dir()
+
+
+@pytest.mark.parametrize("failing", ["save_file", "_convert_tokenizer"])
+def test_a_conversion_that_cannot_be_written_is_one_clear_error_and_leaves_nothing(tmp_path, monkeypatch, failing):
+    """(QA: a full disk ended in safetensors' traceback.)"""
+    from safetensors import SafetensorError
+
+    from nestling.daemon.models import gguf_convert
+
+    def full(*args, **kwargs):
+        raise SafetensorError("No space left on device") if failing == "save_file" else \
+            OSError(28, "No space left on device")
+
+    gguf_path = tmp_path / "m.gguf"
+    write_gguf(gguf_path, tiny_target("qwen2", vocab=300), "qwen2", quantize=False)
+    monkeypatch.setattr(gguf_convert, failing, full)
+    with pytest.raises(ModelLoadError, match=f"{gguf_path}: cannot write its conversion into {tmp_path / 'cache'} "
+                                             r"\(.*No space left on device\): it takes about 0.0 GiB there"):
+        convert_gguf(gguf_path, tmp_path / "cache" / "m", progress=False)
+    assert list((tmp_path / "cache").iterdir()) == []  # (the staging folder is removed)
