@@ -111,8 +111,9 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if stop is None:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, stop.set)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # (SIGHUP: its terminal closed, or a `kill
+                loop.add_signal_handler(sig, _stopping, sig, stop)  # -HUP`; by default it died at once, its socket
+                # left behind and no call drained; QA)
         log.log(NOTICE, "nestling daemon (%s) listening on unix:%s%s; loading the model", daemon.code_stamp,
                 socket_path, f" and {config.tcp}" if tcp else "")
         loading = _start_loading(daemon, load_runtime)
@@ -142,6 +143,11 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
         if ours is not None and _identity(socket_path) == ours:
             socket_path.unlink()
         lock.release()
+
+
+def _stopping(sig: signal.Signals, stop: asyncio.Event) -> None:
+    log.log(NOTICE, "received %s", sig.name)
+    stop.set()
 
 
 def _listen(server, address: str, flag: str) -> None:

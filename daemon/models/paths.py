@@ -7,6 +7,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def xdg_folder(variable: str) -> str | None:
+    """$`variable` (XDG_RUNTIME_DIR, XDG_CONFIG_HOME, XDG_CACHE_HOME) where it is an absolute path; None where it is
+    unset, empty or relative, which the XDG spec says to ignore (QA: XDG_RUNTIME_DIR=rt gave a daemon per working
+    folder, each finding none of the others)."""
+    value = os.environ.get(variable)
+    return value if value and os.path.isabs(value) else None
+
+
 def cache_dir() -> Path:
     """The user cache dir: $NESTLING_CACHE_DIR, else $XDG_CACHE_HOME/nestling, else ~/.cache/nestling (created when
     first written). The row-invariance verdict does without it (checked again at the next load) when it cannot be
@@ -26,7 +34,7 @@ def checked_cache_dir() -> Path:
 def _cache_dir_and_source() -> tuple[Path, str | None, str | None]:
     if env := os.environ.get("NESTLING_CACHE_DIR"):
         return Path(env), "$NESTLING_CACHE_DIR", env
-    if env := os.environ.get("XDG_CACHE_HOME"):
+    if env := xdg_folder("XDG_CACHE_HOME"):
         return Path(env) / "nestling", "$XDG_CACHE_HOME", env
     return Path.home() / ".cache" / "nestling", None, None
 

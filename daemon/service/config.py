@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from ..log_levels import LOG_LEVELS
+from ..models.paths import xdg_folder
 from ..modes import MODES
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ def config_path() -> Path:
     """$NESTLING_CONFIG, else $XDG_CONFIG_HOME/nestling/config.toml, else ~/.config/nestling/config.toml."""
     if env := os.environ.get("NESTLING_CONFIG"):
         return Path(env)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = xdg_folder("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "nestling" / "config.toml"
 
 
@@ -31,7 +32,7 @@ TOKEN_VARIABLE = "NESTLING_TOKEN"
 
 def runtime_dir() -> Path:
     """Owner-only folder for the socket, lock and log: $XDG_RUNTIME_DIR/nestling or /tmp/nestling-<uid>."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
+    base = xdg_folder("XDG_RUNTIME_DIR")
     return Path(base) / "nestling" if base else Path(f"/tmp/nestling-{os.getuid()}")
 
 

@@ -431,3 +431,25 @@ def test_status_with_a_broken_config_file_still_says_whether_a_daemon_serves(tmp
     (tmp_path / "none.toml").write_text("")
     flag = nestling("status", "--token", " spaced", env=env)  # a flag's own error is no config file's: said as before
     assert flag.returncode == 2 and "--token must be printable ASCII" in flag.stderr, flag.stderr
+
+
+def test_a_hangup_drains_the_daemon_as_a_stop_does(tmp_path, env, model_folder):
+    """(QA: SIGHUP, a closed terminal or `kill -HUP`, ended the daemon at once: no drain, its socket left behind.)"""
+    socket = tmp_path / "xdg" / "nestling" / "daemon.sock"
+    process = subprocess.Popen([sys.executable, "-m", "nestling.daemon.cli.main", "serve", "--model", model_folder,
+                                "--head", "untrained", "--dtype", "float32"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with Client(target_for(socket)) as client:
+            for _ in range(600):
+                if socket.exists() and client.serving(timeout=1.0):
+                    break
+                assert process.poll() is None
+                time.sleep(0.1)
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0 and "received SIGHUP" in err and "nestling daemon shutting down" in err, err
+    assert not socket.exists()

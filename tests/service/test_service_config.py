@@ -211,3 +211,22 @@ def test_reading_the_config_file_loads_no_model_code(tmp_path):
              f"print(load_config(path=Path({str(tmp_path / 'config.toml')!r}))[0].model, 'torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == [str(tmp_path / "tiny"), "False"], result.stderr
+
+
+def test_relative_xdg_folders_are_ignored_as_the_spec_says(tmp_path, monkeypatch):
+    """(QA: XDG_RUNTIME_DIR=rt gave one daemon per working folder, and `status` in another folder saw none.)"""
+    import os
+
+    from nestling.daemon.models.paths import cache_dir
+    from nestling.daemon.service.config import config_path, runtime_dir
+
+    monkeypatch.delenv("NESTLING_CACHE_DIR", raising=False)
+    monkeypatch.delenv("NESTLING_CONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for variable in ("XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(variable, "relative")
+    assert runtime_dir() == Path(f"/tmp/nestling-{os.getuid()}")
+    assert config_path() == tmp_path / "home" / ".config" / "nestling" / "config.toml"
+    assert cache_dir() == tmp_path / "home" / ".cache" / "nestling"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    assert runtime_dir() == tmp_path / "run" / "nestling"
