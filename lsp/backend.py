@@ -175,12 +175,15 @@ class DaemonBackend:
 
     def _not_answering(self) -> str:
         """Why a daemon that runs does not answer this backend: it listens elsewhere (`serve --socket`), or not yet."""
-        from ..daemon.grpc_api.addresses import locked_socket
+        from ..daemon.grpc_api.addresses import locked_socket, lost_socket
 
         named = locked_socket()
         if named and f"unix:{named}" != self.target:
             return (f"a nestling daemon runs, but listens on {named}, not on {self.target}: set the language server's "
                     f"nestling.daemon.socket to it, or restart it (`nestling serve --restart`)")
+        if gone := lost_socket(self.target):
+            return (f"a nestling daemon runs, but its socket {gone} is gone (removed while it ran?): "
+                    f"`nestling serve --restart` replaces it")
         return f"it started but does not answer at {self.target}"
 
     @property

@@ -250,7 +250,7 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
 
     from ...proto import completion_pb2 as pb
     from ..code_stamp import stale_daemon_notice
-    from ..grpc_api.addresses import running_daemons_socket
+    from ..grpc_api.addresses import lost_socket, running_daemons_socket
     from ..grpc_api.client import Client, target_for, user_daemon
     from .status import as_dict
 
@@ -264,6 +264,10 @@ def complete_on_daemon(args, text: str, cursor: int) -> int:
                   f"{LOAD_WAIT_S:.0f} s", file=sys.stderr)
             client.wait_serving(LOAD_WAIT_S)
         if not client.serving():
+            if gone := lost_socket(address):
+                raise ValueError(f"this user's nestling daemon runs, but its socket {gone} is gone (removed while it "
+                                 "ran?): `nestling serve --restart` replaces it, or drop --daemon to load the model "
+                                 "here")
             raise ValueError(f"no nestling daemon serving at {address}: start one with `nestling serve --detach`, or "
                              "drop --daemon to load the model here")
         try:

@@ -97,6 +97,11 @@ def _not_serving(state: str, address: str, pid: int | None) -> tuple[str, str]:
     if state == "not serving":
         return "loading", (f"the nestling daemon{f' (pid {pid})' if pid else ''} at {address} is not serving yet: it "
                            f"is loading its model (or shutting down)")
+    from ..grpc_api.addresses import lost_socket
+
+    if pid is not None and (gone := lost_socket(address)):
+        return "unreachable", (f"a nestling daemon (pid {pid}) is running, but its socket {gone} is gone (removed "
+                               f"while it ran?): no client can reach it; `nestling serve --restart` replaces it")
     if pid is not None:  # it holds the lock but has not bound its socket yet (or has just closed it)
         return "starting", (f"a nestling daemon (pid {pid}) is running but does not answer at {address} yet: it is "
                             f"starting (or stopping); try again in a few seconds")

@@ -164,6 +164,18 @@ def take_lock(socket_path: Path) -> DaemonLock:
     return lock
 
 
+def lost_socket(address: str) -> str | None:
+    """The socket path of `address` where this user's daemon bound it and it is gone since (a cleaner of /tmp, an `rm`:
+    the daemon runs and no client can reach it), else None."""
+    from ..service.config import runtime_dir
+
+    path = address.removeprefix("unix:") if address.startswith("unix:") else None
+    lock = DaemonLock(runtime_dir())
+    if path is None or os.path.exists(path) or lock.socket_named() != path or not lock.listening():
+        return None
+    return path
+
+
 def locked_socket() -> str | None:
     """The socket this user's daemon listens on, as its lock names it (`serve --socket`: not the configured one)."""
     from ..service.config import runtime_dir

@@ -9,6 +9,9 @@ import re
 from pathlib import Path
 
 
+LISTENING = ", listening"  # the lock file's mark once the daemon has bound its socket
+
+
 class DaemonError(RuntimeError):
     """The daemon cannot start (another one runs, a bad address, ...)."""
 
@@ -19,6 +22,7 @@ class DaemonLock:
     def __init__(self, folder: Path):
         self.path = folder / "daemon.lock"
         self.handle = None
+        self.socket_path: Path | None = None
 
     def acquire(self, socket_path: Path) -> None:
         self.handle = open(self.path, "a+")
@@ -30,10 +34,26 @@ class DaemonLock:
             self.handle.close()
             raise DaemonError(f"a nestling daemon is already running ({holder}); stop it first "
                               f"(nestling serve --stop) or talk to it") from None
+        self.socket_path = socket_path
+        self._write("")
+
+    def mark_listening(self) -> None:
+        """Say in the lock file that the daemon has bound its socket: a socket missing after that was taken away (a
+        cleaner of /tmp, an `rm`), and clients say so instead of "starting"."""
+        self._write(LISTENING)
+
+    def _write(self, mark: str) -> None:
         self.handle.seek(0)
         self.handle.truncate()
-        self.handle.write(f"pid {os.getpid()}, socket {socket_path}")
+        self.handle.write(f"pid {os.getpid()}, socket {self.socket_path}{mark}")
         self.handle.flush()
+
+    def listening(self) -> bool:
+        """Whether the daemon holding the lock has bound its socket (read without locking)."""
+        try:
+            return self.path.read_text().strip().endswith(LISTENING)
+        except OSError:
+            return False
 
     def release(self) -> None:
         if self.handle:
@@ -42,7 +62,7 @@ class DaemonLock:
     def socket_named(self) -> str | None:
         """The socket the lock file names (the daemon holding it listens there; read without locking)."""
         try:
-            found = re.search(r", socket (.+)$", self.path.read_text().strip())
+            found = re.search(rf", socket (.+?)(?:{LISTENING})?$", self.path.read_text().strip())
         except OSError:
             return None
         return found.group(1) if found else None

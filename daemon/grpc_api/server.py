@@ -106,6 +106,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
                     f"--tcp {config.tcp!r}")
         await server.start()
         os.chmod(socket_path, 0o600)
+        lock.mark_listening()
         for name in ("", SERVICE_NAME):
             await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         if stop is None:

@@ -453,3 +453,29 @@ def test_a_hangup_drains_the_daemon_as_a_stop_does(tmp_path, env, model_folder):
             process.kill()
     assert process.returncode == 0 and "received SIGHUP" in err and "nestling daemon shutting down" in err, err
     assert not socket.exists()
+
+
+def test_a_daemon_whose_socket_was_removed_is_said_to_be_unreachable(tmp_path, env, model_folder):
+    """(QA: with its socket removed, status said "starting; try again in a few seconds" for ever, and complete said to
+    start one with `serve --detach`, which was refused.)"""
+    from nestling.daemon.grpc_api.daemon_lock import DaemonLock
+
+    socket = tmp_path / "xdg" / "nestling" / "daemon.sock"
+    started = nestling("serve", "--detach", "--model", model_folder, "--head", "untrained", "--dtype", "float32",
+                       env=env)
+    assert started.returncode == 0, started.stderr
+    pid = int(re.search(r"pid (\d+)", started.stdout).group(1))
+    try:
+        lock = DaemonLock(tmp_path / "xdg" / "nestling")
+        assert lock.listening() and lock.socket_named() == str(socket)  # (the mark leaves the socket's name as it was)
+        socket.unlink()
+        status = nestling("status", "--json", env=env)
+        report = json.loads(status.stdout)
+        assert status.returncode == 1 and report["state"] == "unreachable", status.stdout
+        assert f"its socket {socket} is gone" in report["message"] and "nestling serve --restart" in report["message"]
+        (tmp_path / "a.py").write_text("x = 1\n")
+        completed = nestling("complete", tmp_path / "a.py", "--line", 1, "--col", 1, "--daemon", env=env)
+        assert completed.returncode == 2 and f"its socket {socket} is gone" in completed.stderr, completed.stderr
+    finally:
+        nestling("serve", "--stop", "--wait", 60, env=env)
+    assert wait_for_exit(pid)
