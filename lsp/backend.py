@@ -264,8 +264,12 @@ class EmbeddedBackend:
         self._loading: asyncio.Task | None = None
 
     async def close(self) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def stop(self) -> None:
+        """Stop the engine's worker (its thread ends after the job it runs)."""
         if self.worker is not None:
-            await asyncio.to_thread(self.worker.stop)
+            self.worker.stop()
 
     async def ensure_ready(self, progress: Progress | None = None) -> None:
         if self.worker is not None:

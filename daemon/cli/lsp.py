@@ -39,6 +39,9 @@ def run(args) -> int:
         server.start_tcp(tcp[0], tcp[1])
     else:
         server.start_io(stdin=ResyncingInput(sys.stdin.buffer))
+    if args.embedded and not server.protocol.shut_down and server.backend is not None:
+        server.backend.stop()  # (the editor went away without shutdown: the engine's worker ran on into the exit, and
+        # the process ended in "terminate called without an active exception", SIGABRT; QA)
     return 0 if server.protocol.shut_down else 1  # LSP: exit without shutdown first is an error
 
 

@@ -8,6 +8,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from conftest import EMBEDDED
+from tiny import save_tiny_model_folder
 
 URI = "file:///work/example.py"
 SOURCE = "import os\n\n\ndef list_names(path):\n    names = os.listdir(path)\n    \n    return names\n"
@@ -409,3 +410,43 @@ def test_a_shutdown_right_after_initialize_logs_no_error():
                                      {"jsonrpc": "2.0", "method": "exit"}], stderr)
     assert status == 0 and [r["id"] for r in responses] == [1, 2]
     assert "Traceback" not in stderr[0] and "ERROR" not in stderr[0], stderr[0]
+
+
+def test_an_editor_gone_without_shutdown_ends_the_embedded_server_cleanly(tmp_path):
+    """(QA: stdin closed after a completion, without shutdown, ended the server in SIGABRT: "terminate called without
+    an active exception", the engine's worker running on into the exit.)"""
+    import json
+    import os
+    import subprocess
+
+    def framed(message):
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    model = save_tiny_model_folder(tmp_path / "model", logit_scale=8.0)  # (a model that stops: the worker goes on
+    # to a prefill ahead)
+    server = subprocess.Popen([*EMBEDDED[:EMBEDDED.index("--model") + 1], str(model), "--head", "untrained", "--dtype",
+                               "float32"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=dict(os.environ, NESTLING_CACHE_DIR=str(tmp_path / "cache")))
+    try:
+        server.stdin.write(framed({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+                           + framed({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                           + framed({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                               "uri": URI, "languageId": "python", "version": 1, "text": SOURCE}}})
+                           + framed({"jsonrpc": "2.0", "id": 2, "method": "textDocument/inlineCompletion", "params": {
+                               "textDocument": {"uri": URI}, "position": {"line": 5, "character": 4},
+                               "context": {"triggerKind": 2}}}))
+        server.stdin.flush()
+        while True:  # until the completion's answer: the engine has run
+            header = server.stdout.readline()
+            assert header, server.stderr.read().decode(errors="replace")
+            if header.startswith(b"Content-Length:"):
+                while server.stdout.readline().strip():  # (other headers, up to the blank line)
+                    pass
+                if json.loads(server.stdout.read(int(header.split(b":")[1]))).get("id") == 2:
+                    break
+        server.stdin.close()  # the editor is gone
+        assert server.wait(60) == 1  # (LSP: an exit without shutdown is 1)
+    finally:
+        if server.poll() is None:
+            server.kill()
