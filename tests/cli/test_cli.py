@@ -64,6 +64,9 @@ def test_complete_plain_prints_text_then_stats_on_stderr(model_dir, source):
     assert result.returncode == 0, result.stderr
     assert result.stdout == json.loads(as_json.stdout)["text"] + "\n"  # the completion alone on stdout
     assert "tokens, mode spec" in result.stderr
+    closed = subprocess.run([sys.executable, "-m", "nestling.daemon.cli.main", *map(str, flags)], stdout=None,
+                            stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr  # (stdout closed: `>&-`)
 
 
 @pytest.mark.parametrize("line,col,message", [(99, 1, "line 99 is outside"), (1, 50, "column 50 is past the end"),
