@@ -25,7 +25,7 @@ class DaemonLock:
         self.socket_path: Path | None = None
 
     def acquire(self, socket_path: Path) -> None:
-        self.handle = open(self.path, "a+")
+        self.handle = self._open("a+")
         try:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -55,6 +55,14 @@ class DaemonLock:
         except OSError:
             return False
 
+    def _open(self, mode: str):
+        try:
+            return open(self.path, mode)
+        except PermissionError:  # (QA: a raw "[Errno 13] Permission denied: '.../daemon.lock'")
+            raise DaemonError(f"cannot open {self.path}: permission denied (its folder is another user's: after `su`, "
+                              "XDG_RUNTIME_DIR may still name the first user's; set it to a folder of yours, or unset "
+                              "it)") from None
+
     def release(self) -> None:
         if self.handle:
             self.handle.close()
@@ -69,9 +77,11 @@ class DaemonLock:
 
     def holder(self) -> int | None:
         """The pid of the daemon holding the lock, or None when no daemon holds it."""
-        if not self.path.exists():
+        try:
+            handle = self._open("r")
+        except FileNotFoundError:
             return None
-        with open(self.path) as handle:
+        with handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -29,3 +29,26 @@ def test_a_second_daemon_is_refused_with_the_holder_named(tmp_path):
             DaemonLock(tmp_path).acquire(tmp_path / "other.sock")
     finally:
         first.release()
+
+
+def test_a_lock_file_this_user_cannot_open_is_said_with_the_remedy(tmp_path, monkeypatch):
+    """(QA: after `su`, XDG_RUNTIME_DIR named the first user's folder: "[Errno 13] Permission denied: '.../daemon.lock'"
+    from serve, --stop and status.)"""
+    import builtins
+
+    lock = DaemonLock(tmp_path)
+    lock.path.write_text("pid 1, socket /x")
+    real_open = builtins.open
+
+    def refusing(path, *args, **kwargs):
+        if str(path) == str(lock.path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+    for call in (lock.holder, lambda: lock.acquire(tmp_path / "daemon.sock")):
+        with pytest.raises(DaemonError, match="permission denied .*set it to a folder of yours, or unset it"):
+            call()
+    monkeypatch.setattr(builtins, "open", real_open)
+    lock.path.unlink()
+    assert lock.holder() is None  # (no lock file: no daemon)
