@@ -292,12 +292,19 @@ def _builtin_tokenizer(tokenizer_config: dict) -> bool:
     return isinstance(name, str) and tokenizer_class_from_name(name) is not None
 
 
+MODEL_FILE_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".txt", ".tiktoken")  # what a load may read
+
+
 def check_model_dir(path: Path) -> None:
     """ModelLoadError for a folder that is no model nestling can load, as far as its files say without loading it: no
     or an unreadable config.json, code of its own (auto_map in config.json or tokenizer_config.json), no weights."""
     config_path = path / "config.json"
     if not config_path.is_file():
         raise ModelLoadError(f"{path}: not a model folder (no config.json)")
+    unreadable = sorted(f.name for f in path.iterdir() if f.suffix in MODEL_FILE_SUFFIXES and f.is_file() and
+                        not os.access(f, os.R_OK))
+    if unreadable:  # (QA: safetensors said an unreadable file was missing: "No such file or directory")
+        raise ModelLoadError(f"{path}: this user cannot read {', '.join(unreadable)} (permission denied)")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)

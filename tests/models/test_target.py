@@ -1,5 +1,6 @@
 import json
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,6 +222,23 @@ def test_a_tokenizer_that_needs_its_own_code_is_refused_and_a_leftover_auto_map_
                                                               "tokenizer_class": "OwnTokenizer"}))
     with pytest.raises(ModelLoadError, match=r"tokenizer_config.json: the tokenizer needs its own code \(auto_map, and "
                                              r"tokenizer_class 'OwnTokenizer' is none of transformers' own\)"):
+        check_model_dir(folder)
+
+
+def test_a_model_file_this_user_cannot_read_is_said_to_be_unreadable(tmp_path, monkeypatch):
+    """(QA: safetensors said an unreadable model.safetensors was missing: "No such file or directory".)"""
+    import os
+
+    from nestling.daemon.models.target import check_model_dir
+    from tiny import save_tiny_model_folder
+
+    folder = save_tiny_model_folder(tmp_path / "m")
+    (folder / "README.md").write_text("notes")
+    access = os.access
+    unreadable = {folder / "model.safetensors", folder / "README.md"}  # (root reads every file: say which it cannot)
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) not in unreadable and access(path, mode))
+    with pytest.raises(ModelLoadError, match=f"{folder}: this user cannot read model.safetensors \\(permission "
+                                             "denied\\)$"):
         check_model_dir(folder)
 
 
