@@ -159,6 +159,6 @@ def test_a_profile_written_while_the_daemon_runs_is_read_in_place(monkeypatch, t
     assert rt.profile is first and first.verify_cost(16) == 90.0 and "could not be read" in caplog.text
     caplog.clear()
     assert rt.profile is first and "could not be read" not in caplog.text  # not retried until it changes again
-    CostProfile("another key", 300, {1: 1.0}, 1.0, {}).save(path)
+    CostProfile("another key", 300, {1: 1.0, 16: 2.0}, 1.0, {}).save(path)
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 3 * 10**9))
     assert rt.profile.verify_cost(16) == 90.0 and "could not be read" in caplog.text  # another model's: not taken

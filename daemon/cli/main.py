@@ -68,9 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    for name in ("stdout", "stderr"):  # closed by the caller (`>&-`): what is written there goes nowhere, as asked
-        if getattr(sys, name) is None:  # (QA: complete's result ended in AttributeError, after all its work)
-            setattr(sys, name, open(os.devnull, "w"))
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):  # closed by the caller (`>&-`): nothing
+        if getattr(sys, name) is None:  # to read, and what is written goes nowhere, as asked (QA: complete's result
+            setattr(sys, name, open(os.devnull, mode))  # ended in AttributeError, after all its work)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else NOTICE,
                         format="nestling: %(levelname)s: %(message)s")

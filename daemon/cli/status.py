@@ -93,7 +93,8 @@ def _lock_holder() -> int | None:
 
 
 def _not_serving(state: str, address: str, pid: int | None) -> tuple[str, str]:
-    """('loading' | 'starting' | 'absent', a sentence) for a daemon that does not serve completions now."""
+    """('loading' | 'unreachable' | 'starting' | 'absent', a sentence) for a daemon that does not serve completions
+    now."""
     if state == "not serving":
         return "loading", (f"the nestling daemon{f' (pid {pid})' if pid else ''} at {address} is not serving yet: it "
                            f"is loading its model (or shutting down)")

@@ -173,7 +173,10 @@ def lost_socket(address: str) -> str | None:
     lock = DaemonLock(runtime_dir())
     if path is None or os.path.exists(path) or lock.socket_named() != path or not lock.listening():
         return None
-    return path
+    try:
+        return path if lock.holder() is not None else None  # (a daemon that exited leaves its mark in the file)
+    except DaemonError:
+        return None
 
 
 def locked_socket() -> str | None:

@@ -25,7 +25,7 @@ class DaemonLock:
         self.socket_path: Path | None = None
 
     def acquire(self, socket_path: Path) -> None:
-        self.handle = self._open("a+")
+        self.handle = self._open("r+")  # (made where missing; not "a+": its writes would all go to the end)
         try:
             fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -42,11 +42,15 @@ class DaemonLock:
         cleaner of /tmp, an `rm`), and clients say so instead of "starting"."""
         self._write(LISTENING)
 
+    def mark_stopping(self) -> None:
+        """Take the mark back: the daemon stops, and its socket goes first."""
+        self._write("")
+
     def _write(self, mark: str) -> None:
         self.handle.seek(0)
-        self.handle.truncate()
         self.handle.write(f"pid {os.getpid()}, socket {self.socket_path}{mark}")
         self.handle.flush()
+        self.handle.truncate()  # (after the write: a reader never finds the file empty)
 
     def listening(self) -> bool:
         """Whether the daemon holding the lock has bound its socket (read without locking)."""
@@ -57,6 +61,8 @@ class DaemonLock:
 
     def _open(self, mode: str):
         try:
+            if mode == "r+":
+                return open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666), "r+")
             return open(self.path, mode)
         except PermissionError:  # (QA: a raw "[Errno 13] Permission denied: '.../daemon.lock'")
             raise DaemonError(f"cannot open {self.path}: permission denied (its folder is another user's: after `su`, "
@@ -79,7 +85,7 @@ class DaemonLock:
         """The pid of the daemon holding the lock, or None when no daemon holds it."""
         try:
             handle = self._open("r")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (no lock file, or a runtime folder that is a file)
             return None
         with handle:
             try:

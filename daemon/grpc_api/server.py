@@ -131,6 +131,7 @@ async def serve(config: ServiceConfig, load_runtime, on_ready=None, stop: asynci
                 on_ready(daemon)
             await waiter
         daemon.stopping.set()
+        lock.mark_stopping()  # (gRPC removes the socket as the stop begins: clients then read "stopping", not "gone")
         log.log(NOTICE, "nestling daemon shutting down%s", "" if loading.done() else " (the model load is abandoned)")
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace=10)

@@ -124,6 +124,7 @@ def ensure_embedded_model(name: str = DEFAULT_MODEL, progress: bool = True) -> P
 
             convert_gguf(gguf_path, target, progress=progress)
     except OSError as exc:  # (an unwritable cache folder said only "[Errno 13] Permission denied: '~/.cache'")
+        where = f" ({exc.filename})" if exc.filename else ""
         raise ModelLoadError(f"cannot convert the embedded model {name!r} into {target.parent}: "
-                             f"{exc.strerror or exc} (NESTLING_CACHE_DIR names another cache folder)") from None
+                             f"{exc.strerror or exc}{where} (NESTLING_CACHE_DIR names another cache folder)") from None
     return target

@@ -132,8 +132,12 @@ def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
     config = gguf_config(reader, gguf_path)
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=out_dir.parent))
+    except OSError as exc:  # (an unwritable cache folder)
+        raise ModelLoadError(f"{gguf_path}: cannot write its conversion into {out_dir.parent}: "
+                             f"{exc.strerror or exc} (NESTLING_CACHE_DIR names another cache folder)") from None
     try:
         state: dict[str, torch.Tensor] = {}
         for tensor in tqdm(reader.tensors, desc="converting model", unit="tensor", disable=not progress):
@@ -157,8 +161,9 @@ def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.bflo
             staging.rename(out_dir)
         except (OSError, SafetensorError) as exc:  # (QA: a full disk ended in safetensors' traceback)
             size = sum(t.numel() * t.element_size() for t in state.values())
-            raise ModelLoadError(f"{gguf_path}: cannot write its conversion into {out_dir.parent} ({exc}): it takes "
-                                 f"about {size / 2**30:.1f} GiB there (NESTLING_CACHE_DIR names another cache "
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ModelLoadError(f"{gguf_path}: cannot write its conversion into {out_dir.parent} ({reason}): it "
+                                 f"takes about {size / 2**30:.1f} GiB there (NESTLING_CACHE_DIR names another cache "
                                  "folder)") from None
     finally:
         if staging.exists():

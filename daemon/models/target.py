@@ -292,7 +292,25 @@ def _builtin_tokenizer(tokenizer_config: dict) -> bool:
     return isinstance(name, str) and tokenizer_class_from_name(name) is not None
 
 
-MODEL_FILE_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".txt", ".tiktoken")  # what a load may read
+CONFIG_AND_TOKENIZER_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                              "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt",
+                              "tokenizer.model")
+
+
+def files_a_load_reads(path: Path) -> list[Path]:
+    """The files of model folder `path` that loading it reads (those there): its config and tokenizer files, and its
+    weights: the safetensors (one file, or an index and its shards), else the .bin weights; not a trainer's files."""
+    files = [path / name for name in CONFIG_AND_TOKENIZER_FILES]
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values())
+        except (OSError, ValueError, AttributeError):
+            shards = set()
+        return files + [index] + [path / str(shard) for shard in sorted(shards)]
+    if (path / "model.safetensors").is_file():
+        return files + [path / "model.safetensors"]
+    return files + sorted(path.glob("pytorch_model*.bin"))
 
 
 def check_model_dir(path: Path) -> None:
@@ -301,8 +319,7 @@ def check_model_dir(path: Path) -> None:
     config_path = path / "config.json"
     if not config_path.is_file():
         raise ModelLoadError(f"{path}: not a model folder (no config.json)")
-    unreadable = sorted(f.name for f in path.iterdir() if f.suffix in MODEL_FILE_SUFFIXES and f.is_file() and
-                        not os.access(f, os.R_OK))
+    unreadable = sorted(f.name for f in files_a_load_reads(path) if f.is_file() and not os.access(f, os.R_OK))
     if unreadable:  # (QA: safetensors said an unreadable file was missing: "No such file or directory")
         raise ModelLoadError(f"{path}: this user cannot read {', '.join(unreadable)} (permission denied)")
     try:

@@ -38,17 +38,22 @@ def test_a_lock_file_this_user_cannot_open_is_said_with_the_remedy(tmp_path, mon
 
     lock = DaemonLock(tmp_path)
     lock.path.write_text("pid 1, socket /x")
-    real_open = builtins.open
+    real_open, real_os_open = builtins.open, os.open
 
-    def refusing(path, *args, **kwargs):
-        if str(path) == str(lock.path):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, *args, **kwargs)
+    def refusing(opener):
+        def opening(path, *args, **kwargs):
+            if str(path) == str(lock.path):
+                raise PermissionError(13, "Permission denied", str(path))
+            return opener(path, *args, **kwargs)
+        return opening
 
-    monkeypatch.setattr(builtins, "open", refusing)
+    monkeypatch.setattr(builtins, "open", refusing(real_open))
+    monkeypatch.setattr(os, "open", refusing(real_os_open))
     for call in (lock.holder, lambda: lock.acquire(tmp_path / "daemon.sock")):
         with pytest.raises(DaemonError, match="permission denied .*set it to a folder of yours, or unset it"):
             call()
-    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.undo()
     lock.path.unlink()
     assert lock.holder() is None  # (no lock file: no daemon)
+    (tmp_path / "a_file").write_text("")
+    assert DaemonLock(tmp_path / "a_file").holder() is None  # (a runtime folder that is a file: none, as before)

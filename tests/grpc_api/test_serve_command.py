@@ -478,4 +478,6 @@ def test_a_daemon_whose_socket_was_removed_is_said_to_be_unreachable(tmp_path, e
         assert completed.returncode == 2 and f"its socket {socket} is gone" in completed.stderr, completed.stderr
     finally:
         nestling("serve", "--stop", "--wait", 60, env=env)
-    assert wait_for_exit(pid)
+    assert wait_for_exit(pid) and not lock.listening()  # (review: the mark outlived the daemon)
+    completed = nestling("complete", tmp_path / "a.py", "--line", 1, "--col", 1, "--daemon", env=env)
+    assert completed.returncode == 2 and "no nestling daemon serving" in completed.stderr, completed.stderr

@@ -233,9 +233,11 @@ def test_a_model_file_this_user_cannot_read_is_said_to_be_unreadable(tmp_path, m
     from tiny import save_tiny_model_folder
 
     folder = save_tiny_model_folder(tmp_path / "m")
-    (folder / "README.md").write_text("notes")
+    for other in ("README.md", "training_args.bin", "trainer_state.json"):  # (files a load never reads)
+        (folder / other).write_text("x")
     access = os.access
-    unreadable = {folder / "model.safetensors", folder / "README.md"}  # (root reads every file: say which it cannot)
+    unreadable = {folder / "model.safetensors", folder / "README.md", folder / "training_args.bin",
+                  folder / "trainer_state.json"}  # (root reads every file: say which it cannot)
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) not in unreadable and access(path, mode))
     with pytest.raises(ModelLoadError, match=f"{folder}: this user cannot read model.safetensors \\(permission "
                                              "denied\\)$"):
