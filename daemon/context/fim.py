@@ -44,28 +44,24 @@ class LfDocument:
     cursor: int  # the cursor in `text`
     # the document's most common line break ("\n", "\r\n" or "\r"): what a completion is given back with
     line_break: str
+    # where a completion goes in the document as given: the cursor, or before a line break's CR where the cursor was
+    # between its CR and its LF (QA: a completion there split the line break)
+    raw_cursor: int
 
     @classmethod
     def of(cls, text: str, cursor: int) -> "LfDocument":
         if "\r" not in text:
-            return cls(text, cursor, "\n")
-        cursor = insertion_point(text, cursor)
+            return cls(text, cursor, "\n", cursor)
+        if 0 < cursor < len(text) and text[cursor - 1] == "\r" and text[cursor] == "\n":
+            cursor -= 1  # between the CR and the LF of a line break: before it
         pairs = text.count("\r\n")
         counts = {"\n": text.count("\n") - pairs, "\r\n": pairs, "\r": text.count("\r") - pairs}
         line_break = max(counts, key=lambda k: (counts[k], k == "\n"))
-        return cls(lf_only(text), cursor - text.count("\r\n", 0, cursor), line_break)
+        return cls(lf_only(text), cursor - text.count("\r\n", 0, cursor), line_break, cursor)
 
     def in_its_line_breaks(self, completion: str) -> str:
         """`completion` (written for `text`) with the document's own line breaks."""
         return completion if self.line_break == "\n" else completion.replace("\n", self.line_break)
-
-
-def insertion_point(text: str, cursor: int) -> int:
-    """Where a completion at `cursor` in `text` goes: the cursor, or before a line break's CR where the cursor is
-    between its CR and its LF (a completion there would split the line break)."""
-    if 0 < cursor < len(text) and text[cursor - 1] == "\r" and text[cursor] == "\n":
-        return cursor - 1
-    return cursor
 
 
 def lf_only(text: str) -> str:

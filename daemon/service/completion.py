@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..context.fim import FimBudget, LfDocument, build_fim_prompt, insertion_point, lf_only
+from ..context.fim import FimBudget, LfDocument, build_fim_prompt, lf_only
 from ..context.languages import file_name_hint, find_language, uri_file_name
 from ..context.syntax import Region, SyntaxDocument
 from ..speculative.accept import Sampling
@@ -270,7 +270,7 @@ class CompletionService:
                     stats.reused_prefix_tokens >= min(ahead_end, stats.prompt_tokens - 1)
                 if stats.prepared_ahead and accept_guess:
                     session.accept_first = used_guess == accept_guess
-                session.remember(PastCompletion.at(prefix, suffix, settled_text(generation.text or "")))
+                session.remember(PastCompletion.at(prefix, suffix, generation.text or ""))
             if generation.stats.stop_reason in ("cancelled", "deadline"):
                 stats.stop_reason = generation.stats.stop_reason
                 break
@@ -283,8 +283,7 @@ class CompletionService:
             raise Superseded(request.uri)
         if stats.stop_reason == "deadline":
             raise DeadlineExceeded(f"deadline passed after {stats.tokens} tokens")
-        at = insertion_point(text_of(request), _request_cursor(request))  # (the client's offsets: its document's line
-        # breaks; QA: a cursor between CR and LF had its completion in the line break's middle)
+        at = document.raw_cursor  # (the client's offsets: its document's line breaks)
         return CompletionResult([CompletionItem(document.in_its_line_breaks(t), at, at) for t in texts], stats)
 
     def prefill(self, request: PrefillRequest, cancel: threading.Event | None = None) -> PrefillResult:
@@ -412,12 +411,8 @@ def predicted_keystroke(shown: str) -> str:
 def _document(request: CompletionRequest | PrefillRequest) -> LfDocument:
     """The request's document and cursor as the core reads them: every line break a line feed (the prompt, the
     regions, the post-processing and the sessions' states all see LF; completions go back in the document's own)."""
-    return LfDocument.of(text_of(request), _request_cursor(request))
-
-
-def text_of(request: CompletionRequest | PrefillRequest) -> str:
-    """The request's whole document (given whole, or in parts around the cursor)."""
-    return request.text if request.text is not None else request.prefix + (request.suffix or "")
+    text = request.text if request.text is not None else request.prefix + (request.suffix or "")
+    return LfDocument.of(text, _request_cursor(request))
 
 
 def _request_cursor(request: CompletionRequest | PrefillRequest) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..context.syntax import SyntaxDocument
 from ..speculative.sequence import SequenceState
+from .postprocess import settled_text
 
 
 RECENT_COMPLETIONS = 8  # completions remembered per document: a keystroke undone finds the one from before it
@@ -32,7 +33,7 @@ class PastCompletion:
     @classmethod
     def at(cls, prefix: str, suffix: str, text: str) -> "PastCompletion":
         """A completion written at (prefix, suffix); a character it was cut inside (decoded as U+FFFD) is dropped."""
-        return cls(prefix[-CONTEXT_CHARS:], len(prefix), suffix[:CONTEXT_CHARS], len(suffix), text.rstrip("\ufffd"))
+        return cls(prefix[-CONTEXT_CHARS:], len(prefix), suffix[:CONTEXT_CHARS], len(suffix), settled_text(text))
 
     def rest_after(self, prefix: str, suffix: str) -> str:
         """The output expected at (prefix, suffix): this text less what was typed of it since ("" when the text
