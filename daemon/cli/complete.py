@@ -38,7 +38,8 @@ def add_parser(sub, add_model_options) -> None:
                         "(float32; bfloat16: up to rounding)")
     p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object: text and stats; its `replaces` counts characters of the file's text as read (its line breaks as they are, after a byte order mark)")
+                   help="print one JSON object: text and stats; its `replaces` counts characters of the file's text "
+                        "as read (its line breaks as they are, after a byte order mark)")
     p.add_argument("--daemon", action="store_true",
                    help="ask the running daemon (`nestling serve`) instead of loading the model here: the completion "
                         "an editor gets there (the daemon's prompt budget), without the seconds a model load takes")

@@ -51,7 +51,8 @@ def add_setting_options(p) -> None:
     p.add_argument("--max-tokens", type=int, help="default tokens per completion")
     p.add_argument("--prefix-tokens", type=int, help="prompt budget before the cursor")
     p.add_argument("--suffix-tokens", type=int, help="prompt budget after the cursor")
-    p.add_argument("--cache-limit-mb", type=int, help="memory kept across requests (all documents: model state, texts, parses)")
+    p.add_argument("--cache-limit-mb", type=int,
+                   help="memory kept across requests (all documents: model state, texts, parses)")
     p.add_argument("--mode", choices=[m for m in MODES if m != "ar"], help="speculative mode (default: spec)")
     p.add_argument("--no-draft-gate", dest="draft_gate", action="store_false", default=None,
                    help="draft at every step, even where drafting measures slower than plain decoding")
